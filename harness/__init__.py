@@ -1,0 +1,1 @@
+"""The run: test spec, phases, history recorder, results store, report and CLI."""

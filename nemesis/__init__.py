@@ -1,0 +1,1 @@
+"""Faults and their schedules; every fault has a heal."""

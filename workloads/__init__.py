@@ -1,0 +1,1 @@
+"""Clients: acks=all producers, consumers, final reads."""
