@@ -1,0 +1,38 @@
+"""Hypothesis strategies for the shapes of synthetic runs (tests only)."""
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from tests.synth.generate import GenConfig
+
+
+@st.composite
+def gen_configs(draw: st.DrawFn, min_lines: int = 20, max_lines: int = 1_500,
+                idempotent: bool | None = None) -> GenConfig:
+    """Runs from a few dozen lines to a few thousand, with every kind of mess
+    the generator knows switched on or off."""
+    return GenConfig(
+        seed=draw(st.integers(0, 2**32 - 1)),
+        lines=draw(st.integers(min_lines, max_lines)),
+        partitions=draw(st.integers(1, 4)),
+        producers=draw(st.integers(1, 12)),
+        consumers=draw(st.integers(0, 3)),
+        nodes=draw(st.integers(1, 4)),
+        idempotent=draw(st.booleans()) if idempotent is None else idempotent,
+        p_fail=draw(st.sampled_from([0.0, 0.03, 0.2])),
+        p_info_unappended=draw(st.sampled_from([0.0, 0.02, 0.2])),
+        p_info_acklost=draw(st.sampled_from([0.0, 0.02, 0.2])),
+        p_timeout_appended=draw(st.sampled_from([0.0, 0.01, 0.1])),
+        p_retry_dup=draw(st.sampled_from([0.0, 0.05, 0.3])),
+        p_offset_gap=draw(st.sampled_from([0.0, 0.0, 0.05])),
+        nemesis_rate=draw(st.sampled_from([0.0, 0.01, 0.05])),
+        p_kill=draw(st.sampled_from([0.3, 0.8, 1.0])),
+        consumer_share=draw(st.sampled_from([0.1, 0.35, 0.6])),
+        poll_batch=draw(st.integers(1, 30)),
+        p_crash=draw(st.sampled_from([0.0, 0.01, 0.1])),
+        p_reassign=draw(st.sampled_from([0.0, 0.02, 0.1])),
+        dangling=draw(st.booleans()),
+        uncommitted_tail=draw(st.booleans()),
+        lagging_follower=draw(st.booleans()),
+        stale_follower=draw(st.booleans()),
+    )
