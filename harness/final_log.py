@@ -1,0 +1,203 @@
+"""The reader of final.jsonl (DESIGN.md §3.3): the final consumer read and each
+replica's on-disk log, written after the run has healed.
+
+Kinds: `read` (the final consumer's read, the authoritative log), `replica` (a
+record of one node's log), `replica-state` (a node's LEO, HW, epoch cache) and
+`read-state` (whether the final read reached the end). Unknown kinds and fields
+are ignored (a warning once per kind). Problems are reported as in history.py:
+file, 1-based line and field; a bad last line (a torn write) is only a warning.
+
+`iter_final` streams entries; `read_final` groups them per partition.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Union
+
+import orjson
+
+from checkers.partition import ReplicaState
+from harness.errors import Problems, clip as _clip, show as _show
+
+FINAL_FILE = "final.jsonl"
+KINDS = ("read", "replica", "replica-state", "read-state")
+
+PartitionKey = tuple[str, int]
+Record = tuple[int, str]  # (offset, value)
+# What one line holds, by kind: read -> Record; replica -> Record;
+# replica-state -> ReplicaState; read-state -> bool (complete).
+FinalItem = Union[Record, ReplicaState, bool]
+# (kind, (topic, partition), node or None, item)
+FinalEntry = tuple[str, PartitionKey, Union[str, None], FinalItem]
+
+
+@dataclass(slots=True)
+class FinalLog:
+    """final.jsonl grouped by partition, each list in file (= log) order."""
+
+    reads: dict[PartitionKey, list[Record]] = field(default_factory=dict)
+    read_complete: dict[PartitionKey, bool] = field(default_factory=dict)
+    replicas: dict[PartitionKey, dict[str, list[Record]]] = field(default_factory=dict)
+    replica_states: dict[PartitionKey, dict[str, ReplicaState]] = field(default_factory=dict)
+    lines: int = 0
+
+    def partitions(self) -> set[PartitionKey]:
+        return {*self.reads, *self.read_complete, *self.replicas, *self.replica_states}
+
+
+def read_final(path: Path | str, problems: Problems | None = None) -> FinalLog:
+    """Read a final.jsonl file into a `FinalLog`."""
+    problems = Problems() if problems is None else problems
+    log = FinalLog()
+    reads = log.reads
+    replicas = log.replicas
+    reader = FinalReader(path, problems)
+    for kind, key, node, item in reader:
+        if kind == "read":
+            records = reads.get(key)
+            if records is None:
+                records = reads[key] = []
+            records.append(item)
+        elif kind == "replica":
+            nodes = replicas.get(key)
+            if nodes is None:
+                nodes = replicas[key] = {}
+            records = nodes.get(node)
+            if records is None:
+                records = nodes[node] = []
+            records.append(item)
+        elif kind == "replica-state":
+            log.replica_states.setdefault(key, {})[node] = item
+        else:
+            # Several read-state lines for one partition: complete only if all say so.
+            log.read_complete[key] = item and log.read_complete.get(key, True)
+    log.lines = reader.lines
+    return log
+
+
+def iter_final(path: Path | str, problems: Problems | None = None) -> Iterator[FinalEntry]:
+    """Validated entries of a final.jsonl file, one by one, in file order."""
+    return iter(FinalReader(path, problems))
+
+
+class FinalReader:
+    """Streams a final.jsonl file; `lines` is set once the file has been read."""
+
+    def __init__(self, path: Path | str, problems: Problems | None = None):
+        self.path = Path(path)
+        self.problems = Problems() if problems is None else problems
+        self.lines = 0
+
+    def __iter__(self) -> Iterator[FinalEntry]:
+        return self._read()
+
+    def _read(self) -> Iterator[FinalEntry]:
+        problems = self.problems
+        path = self.path
+        where = str(path)
+        loads = orjson.loads
+        decode_error = orjson.JSONDecodeError
+        keys: dict[PartitionKey, PartitionKey] = {}  # one shared key tuple per partition
+        nodes: dict[str, str] = {}
+        held: str | None = None  # a bad line's problem: an error unless that line was the last
+        number = 0
+        with open(path, "rb") as file:
+            for line in file:
+                number += 1
+                if held is not None:
+                    problems.error(f"{where}:{number - 1}: {held}")
+                    held = None
+                if line[-1] != 10:  # b"\n"; only the last line can lack it
+                    held = "the line has no trailing newline (a torn write?)"
+                    continue
+                try:
+                    d = loads(line)
+                except decode_error as e:
+                    held = f"not valid JSON ({e}): {_clip(line)}"
+                    continue
+                if type(d) is not dict:
+                    held = f"expected a JSON object, got {_show(d)}"
+                    continue
+                kind = d.get("kind")
+                topic = d.get("topic")
+                partition = d.get("partition")
+                if type(kind) is not str:
+                    held = _missing_or_bad(d, "kind", f"one of {', '.join(KINDS)}")
+                    continue
+                if kind not in _KIND_SET:
+                    problems.warn_once(f"kind:{kind}", f"{where}:{number}: kind {kind!r} is not one of "
+                                                       f"{', '.join(KINDS)}: such lines are ignored")
+                    continue
+                if type(topic) is not str:
+                    held = _missing_or_bad(d, "topic", "a string")
+                    continue
+                if type(partition) is not int:
+                    held = _missing_or_bad(d, "partition", "an integer")
+                    continue
+                key = keys.get((topic, partition))
+                if key is None:
+                    key = keys[(topic, partition)] = (topic, partition)
+                node = None
+                if kind != "read" and kind != "read-state":
+                    node = d.get("node")
+                    if type(node) is not str:
+                        held = _missing_or_bad(d, "node", "a string (the node name)")
+                        continue
+                    node = nodes.setdefault(node, node)
+                if kind == "read" or kind == "replica":
+                    offset = d.get("offset")
+                    value = d.get("value")
+                    epoch = d.get("leader_epoch")
+                    if type(offset) is not int:
+                        held = _missing_or_bad(d, "offset", "an integer")
+                    elif type(value) is not str:
+                        held = _missing_or_bad(d, "value", "a string")
+                    elif epoch is not None and type(epoch) is not int:
+                        held = _missing_or_bad(d, "leader_epoch", "an integer or null")
+                    else:
+                        yield kind, key, node, (offset, value)
+                elif kind == "read-state":
+                    complete = d.get("complete")
+                    if type(complete) is not bool:
+                        held = _missing_or_bad(d, "complete", "true or false")
+                    else:
+                        yield kind, key, None, complete
+                else:
+                    state, held = _replica_state(d, node)
+                    if state is not None:
+                        yield kind, key, node, state
+        if held is not None:
+            problems.warning(f"{where}:{number}: the last line is ignored: {held}")
+        self.lines = number
+
+
+def _replica_state(d: dict, node: str) -> tuple[ReplicaState | None, str | None]:
+    leo = d.get("log_end_offset")
+    hw = d.get("high_watermark")
+    epoch = d.get("leader_epoch")
+    epochs = d.get("epochs", [])
+    if type(leo) is not int:
+        return None, _missing_or_bad(d, "log_end_offset", "an integer")
+    if type(hw) is not int:
+        return None, _missing_or_bad(d, "high_watermark", "an integer")
+    if epoch is not None and type(epoch) is not int:
+        return None, _missing_or_bad(d, "leader_epoch", "an integer or null")
+    if type(epochs) is not list:
+        return None, _missing_or_bad(d, "epochs", "a list of [epoch, start offset] pairs")
+    pairs = []
+    for n, entry in enumerate(epochs):
+        if (type(entry) is not list or len(entry) != 2 or type(entry[0]) is not int
+                or type(entry[1]) is not int):
+            return None, f"field \"epochs[{n}]\": expected an [epoch, start offset] pair, got {_show(entry)}"
+        pairs.append((entry[0], entry[1]))
+    return ReplicaState(node, leo, hw, epoch, pairs), None
+
+
+def _missing_or_bad(d: dict, name: str, expected: str) -> str:
+    if name not in d:
+        return f"field \"{name}\": missing (expected {expected})"
+    return f"field \"{name}\": expected {expected}, got {_show(d[name])}"
+
+
+_KIND_SET = frozenset(KINDS)

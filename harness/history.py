@@ -1,0 +1,549 @@
+"""The one owner of the history format (DESIGN.md §3.2): schema, writer, reader.
+
+history.jsonl holds one JSON object per line, append-only: `index` (= the
+0-based line number), `time` (ns since the run started), `process` (int, or
+"nemesis"), `type` (invoke|ok|fail|info), `f`, and optional `value` / `error`.
+Unknown fields are kept (`Op.extra`) and otherwise ignored.
+
+- `HistoryWriter` appends lines (thread-safe) and makes them durable. It owns
+  one thread, the flusher: started by `open()` / `__enter__`, stopped and joined
+  by `close()` / `__exit__`. It fsyncs the file at most `FSYNC_DELAY` after an
+  append, so that lines are on disk within 100 ms without an fsync per line.
+- `Recorder` is the facade workloads and nemeses get: invoke / complete / nemesis.
+- `HistoryReader` / `iter_history` stream a file: each line is validated;
+  problems go to a `Problems` collector with file, 1-based line and field.
+  A bad *last* line (torn write: no trailing newline, bad JSON, failing
+  validation) is a warning and is ignored; a bad line anywhere else is an error
+  (the verdict becomes unknown) and reading goes on.
+- `HistoryReader.operations()` pairs each client invoke with the next
+  completion of the same process; invokes never completed come out last, with
+  no completion (their outcome is unknown: `info`).
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time as _time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Literal
+
+import orjson
+
+from harness.errors import Problems, clip as _clip, show as _show
+
+HISTORY_FILE = "history.jsonl"
+NEMESIS = "nemesis"
+TYPES = ("invoke", "ok", "fail", "info")
+CLIENT_FS = ("send", "poll", "assign", "subscribe", "crash")
+FSYNC_DELAY = 0.05  # seconds between the first unsynced append and its fsync
+
+OpType = Literal["invoke", "ok", "fail", "info"]
+_KNOWN_FIELDS = frozenset(("index", "time", "process", "type", "f", "value", "error"))
+# One shared str object per type / f name, so ops kept in memory share them.
+_CANONICAL = {name: name for name in (*TYPES, *CLIENT_FS)}
+
+
+class Op:
+    """One validated history line."""
+
+    __slots__ = ("index", "time", "process", "type", "f", "value", "error", "extra")
+
+    def __init__(self, index: int, time: int, process: int | str, type: str, f: str,
+                 value: Any = None, error: str | None = None, extra: dict | None = None):
+        self.index = index
+        self.time = time
+        self.process = process
+        self.type = type
+        self.f = f
+        self.value = value
+        self.error = error
+        self.extra = extra
+
+    def to_json(self) -> dict[str, Any]:
+        line = {"index": self.index, "time": self.time, "process": self.process,
+                "type": self.type, "f": self.f}
+        if self.value is not None:
+            line["value"] = self.value
+        if self.error is not None:
+            line["error"] = self.error
+        if self.extra:
+            line.update(self.extra)
+        return line
+
+    def __repr__(self) -> str:
+        return f"Op({self.to_json()!r})"
+
+
+class Operation:
+    """A client operation: an invoke paired with its completion. One never
+    completed has type `info` and `complete_index` / `complete_time` None."""
+
+    __slots__ = ("process", "f", "invoke_index", "invoke_time", "invoke_value",
+                 "type", "complete_index", "complete_time", "value", "error")
+
+    def __init__(self, process: int, f: str, invoke_index: int, invoke_time: int, invoke_value: Any,
+                 type: str, complete_index: int | None, complete_time: int | None, value: Any,
+                 error: str | None):
+        self.process = process
+        self.f = f
+        self.invoke_index = invoke_index
+        self.invoke_time = invoke_time
+        self.invoke_value = invoke_value
+        self.type = type  # ok, fail or info
+        self.complete_index = complete_index
+        self.complete_time = complete_time
+        self.value = value  # the completion's value
+        self.error = error
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"Operation({fields})"
+
+
+@dataclass(slots=True)
+class HistoryCounts:
+    """What a read saw: lines, ops by (f, type), nemesis ops."""
+
+    lines: int = 0
+    ops: int = 0  # valid lines
+    nemesis: int = 0
+    by_f_type: Counter = field(default_factory=Counter)
+
+    def by_f(self) -> dict[str, dict[str, int]]:
+        table: dict[str, dict[str, int]] = {}
+        for (f, type_), n in sorted(self.by_f_type.items()):
+            table.setdefault(f, {})[type_] = n
+        return table
+
+
+# ---------------------------------------------------------------------------
+# Writing
+
+
+class HistoryWriter:
+    """Appends ops to history.jsonl, one line per call, durably (see module doc).
+
+    Use as a context manager, or call `open()` and `close()`.
+    """
+
+    def __init__(self, path: Path | str, start_ns: int | None = None):
+        self.path = Path(path)
+        self.start_ns = _time.monotonic_ns() if start_ns is None else start_ns
+        self._lock = threading.Lock()
+        self._next_index = 0
+        self._fd: int | None = None
+        self._dirty = threading.Event()  # set while lines are unsynced
+        self._closing = threading.Event()
+        self._flusher: threading.Thread | None = None
+        self._flush_error: BaseException | None = None
+
+    def open(self) -> HistoryWriter:
+        if self._fd is not None:
+            raise RuntimeError(f"{self.path} is already open")
+        self._next_index = _count_lines(self.path)
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self._closing.clear()
+        self._flusher = threading.Thread(target=self._flush_loop, name=f"fsync {self.path.name}",
+                                         daemon=True)
+        self._flusher.start()
+        return self
+
+    def __enter__(self) -> HistoryWriter:
+        return self.open()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def append(self, process: int | str, type: str, f: str, value: Any = None,
+               error: str | None = None, **extra: Any) -> dict[str, Any]:
+        """Write one op now (a single write(2)); returns the line as written."""
+        if self._flush_error is not None:
+            raise OSError(f"fsync of {self.path} failed: {self._flush_error}") from self._flush_error
+        with self._lock:
+            if self._fd is None:
+                raise RuntimeError(f"{self.path} is not open: call open() or use `with`")
+            line: dict[str, Any] = {"index": self._next_index,
+                                    "time": _time.monotonic_ns() - self.start_ns,
+                                    "process": process, "type": type, "f": f}
+            if value is not None:
+                line["value"] = value
+            if error is not None:
+                line["error"] = error
+            if extra:
+                line.update(extra)
+            os.write(self._fd, orjson.dumps(line) + b"\n")
+            self._next_index += 1
+        self._dirty.set()
+        return line
+
+    def close(self) -> None:
+        if self._fd is None:
+            return
+        self._closing.set()
+        self._dirty.set()  # wakes the flusher
+        if self._flusher is not None:
+            self._flusher.join()
+            self._flusher = None
+        with self._lock:
+            os.fsync(self._fd)
+            os.close(self._fd)
+            self._fd = None
+
+    def _flush_loop(self) -> None:
+        fd = self._fd
+        while True:
+            self._dirty.wait()
+            if self._closing.is_set():
+                return  # close() does the last fsync
+            self._closing.wait(FSYNC_DELAY)  # let more lines gather; close() cuts it short
+            self._dirty.clear()
+            try:
+                os.fsync(fd)
+            except OSError as e:  # reported by the next append
+                self._flush_error = e
+                return
+
+
+def _count_lines(path: Path) -> int:
+    """Lines already in a file we append to, so that `index` stays the line number."""
+    try:
+        with open(path, "rb") as f:
+            return sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
+    except FileNotFoundError:
+        return 0
+
+
+@dataclass(frozen=True, slots=True)
+class InvokeHandle:
+    """What `Recorder.invoke` returns and `Recorder.complete` takes."""
+
+    process: int
+    f: str
+    value: Any
+    index: int
+
+
+class Recorder:
+    """The facade that workloads and nemeses record their operations through."""
+
+    def __init__(self, writer: HistoryWriter):
+        self.writer = writer
+        self._pending: set[int] = set()
+        self._lock = threading.Lock()
+
+    def invoke(self, process: int, f: str, value: Any = None) -> InvokeHandle:
+        with self._lock:
+            if process in self._pending:
+                raise RuntimeError(f"process {process} invoked {f!r} while its previous op is "
+                                   f"still pending: complete it first, or use another process id")
+            self._pending.add(process)
+        line = self.writer.append(process, "invoke", f, value)
+        return InvokeHandle(process, f, value, line["index"])
+
+    def complete(self, handle: InvokeHandle, type: OpType, value: Any = None,
+                 error: str | None = None) -> dict[str, Any]:
+        """Record the outcome of `handle`. Without a value, the invoke's value is
+        repeated (what §3.2 asks for a failed or unknown send)."""
+        if type not in ("ok", "fail", "info"):
+            raise ValueError(f"completion type must be ok, fail or info, not {type!r}")
+        with self._lock:
+            if handle.process not in self._pending:
+                raise RuntimeError(f"process {handle.process} has no pending op to complete "
+                                   f"(invoke at index {handle.index} was completed already)")
+            self._pending.discard(handle.process)
+        return self.writer.append(handle.process, type, handle.f,
+                                  handle.value if value is None else value, error)
+
+    def nemesis(self, f: str, value: Any = None, type: OpType = "info",
+                error: str | None = None) -> dict[str, Any]:
+        return self.writer.append(NEMESIS, type, f, value, error)
+
+
+# ---------------------------------------------------------------------------
+# Reading
+
+
+def iter_history(path: Path | str, problems: Problems | None = None) -> Iterator[Op]:
+    """Validated ops of a history file, one by one, in file order."""
+    return iter(HistoryReader(path, problems))
+
+
+class HistoryReader:
+    """Streams a history file. Iterate for ops; `operations()` for client ops paired.
+    `counts` is complete once the file has been read through."""
+
+    def __init__(self, path: Path | str, problems: Problems | None = None):
+        self.path = Path(path)
+        self.problems = Problems() if problems is None else problems
+        self.counts = HistoryCounts()
+
+    def __iter__(self) -> Iterator[Op]:
+        return self._read(pair=False)
+
+    def operations(self) -> Iterator[Operation]:
+        """Client operations (invoke + completion) as their completions arrive;
+        then those never completed (type `info`, no completion), in invoke
+        order. Nemesis ops are counted but not yielded."""
+        return self._read(pair=True)
+
+    def _read(self, pair: bool) -> Iterator[Any]:
+        # One loop, written for speed: it runs once per history line. A bad line
+        # sets `held`; it is an error once another line follows, else a warning.
+        problems = self.problems
+        counts = self.counts
+        by_f_type: dict[tuple[str, str], int] = {}
+        where = str(self.path)
+        loads = orjson.loads
+        decode_error = orjson.JSONDecodeError
+        types = _TYPE_SET
+        value_checks = _VALUE_CHECKS
+        known_fields = _KNOWN_FIELDS
+        pending: dict[int, tuple[int, int, str, Any]] = {}  # process -> (index, time, f, value)
+        unknown_fs: set[str] = set()
+        held: str | None = None
+        nemesis_ops = sends_invoked = sends_ok = 0
+        index = -1
+        with open(self.path, "rb") as file:
+            for index, line in enumerate(file):
+                if held is not None:
+                    problems.error(f"{where}:{index}: {held}")  # the previous line, 1-based
+                    held = None
+                if line[-1] != 10:  # b"\n"; only the last line can lack it
+                    held = "the line has no trailing newline (a torn write?)"
+                    continue
+                try:
+                    d = loads(line)
+                except decode_error as e:
+                    held = f"not valid JSON ({e}): {_clip(line)}"
+                    continue
+                if type(d) is not dict:
+                    held = f"expected a JSON object, got {_show(d)}"
+                    continue
+                i = d.get("index")
+                t = d.get("time")
+                p = d.get("process")
+                ty = d.get("type")
+                f = d.get("f")
+                v = d.get("value")
+                er = d.get("error")
+                if (type(i) is not int or i != index or type(t) is not int or type(ty) is not str
+                        or ty not in types or type(f) is not str
+                        or (er is not None and type(er) is not str)):
+                    held = _header_error(d, index)
+                    continue
+                extra = None
+                if len(d) > 6 and len(d) > 5 + ("value" in d) + ("error" in d):
+                    extra = {k: x for k, x in d.items() if k not in known_fields}
+                if type(p) is int:
+                    if f == "send":
+                        # The common case, checked inline; _check_send* say what is wrong.
+                        if (type(v) is not dict or type(v.get("topic")) is not str
+                                or type(v.get("partition")) is not int
+                                or type(v.get("value")) is not str):
+                            held = _check_send(v)
+                            continue
+                        if ty == "ok":
+                            epoch = v.get("leader_epoch")
+                            if (type(v.get("offset")) is not int
+                                    or (epoch is not None and type(epoch) is not int)):
+                                held = _check_send_ok(v)
+                                continue
+                    else:
+                        check = value_checks.get((f, ty))
+                        if check is not None:
+                            held = check(v)
+                            if held is not None:
+                                continue
+                        elif f not in CLIENT_FS and f not in unknown_fs:
+                            unknown_fs.add(f)
+                            problems.warning(f"{where}:{index + 1}: client f {f!r} is not one of "
+                                             f"{', '.join(CLIENT_FS)}: its ops are kept but not checked")
+                    if ty == "invoke":
+                        previous = pending.get(p)
+                        if previous is not None:
+                            # The new invoke is kept; the earlier one never completed.
+                            problems.error(
+                                f"{where}:{index + 1}: field \"type\": process {p} invokes {f!r} "
+                                f"while its {previous[2]!r} invoked at line {previous[0] + 1} has "
+                                f"no completion; that one is taken as never completed")
+                            if pair:
+                                yield _unfinished(p, previous)
+                        pending[p] = (index, t, f, v)
+                        if not pair:
+                            yield Op(index, t, p, ty, f, v, er, extra)
+                    else:
+                        invoke = pending.get(p)
+                        if (invoke is None or invoke[2] != f
+                                or (f == "send" and (v["value"] != invoke[3]["value"]
+                                                     or v["partition"] != invoke[3]["partition"]
+                                                     or v["topic"] != invoke[3]["topic"]))):
+                            held = _completion_error(p, ty, f, v, invoke)
+                            if invoke is not None:
+                                del pending[p]  # a bad completion: the outcome is unknown
+                                if pair:
+                                    yield _unfinished(p, invoke)
+                            continue
+                        del pending[p]
+                        if pair:
+                            yield Operation(p, f, invoke[0], invoke[1], invoke[3], ty, index, t, v, er)
+                        else:
+                            yield Op(index, t, p, ty, f, v, er, extra)
+                elif p == NEMESIS:
+                    nemesis_ops += 1
+                    if not pair:
+                        yield Op(index, t, p, ty, f, v, er, extra)
+                else:
+                    held = _field_error(d, "process", 'must be an integer or "nemesis"')
+                    continue
+                if f == "send" and ty == "invoke":  # the two most common kinds, counted cheaply
+                    sends_invoked += 1
+                elif f == "send" and ty == "ok":
+                    sends_ok += 1
+                else:
+                    key = (f, ty)
+                    by_f_type[key] = by_f_type.get(key, 0) + 1
+        lines = index + 1
+        if held is not None:
+            problems.warning(f"{where}:{lines}: the last line is ignored: {held}")
+        counts.lines = lines
+        counts.nemesis = nemesis_ops
+        for key, n in ((("send", "invoke"), sends_invoked), (("send", "ok"), sends_ok)):
+            if n:
+                by_f_type[key] = n
+        counts.by_f_type.update(by_f_type)
+        counts.ops = sum(by_f_type.values())
+        if pair:
+            for p, invoke in sorted(pending.items(), key=_by_invoke_index):
+                yield _unfinished(p, invoke)
+
+
+def _header_error(d: dict, index: int) -> str:
+    """What is wrong with the required fields of a line (one that has a problem)."""
+    i = d.get("index")
+    if type(i) is not int or i != index:
+        return _field_error(d, "index", f"must be {index}, the 0-based line number")
+    if type(d.get("time")) is not int:
+        return _field_error(d, "time", "must be an integer (ns since the run started)")
+    ty = d.get("type")
+    if type(ty) is not str or ty not in _TYPE_SET:
+        return _field_error(d, "type", "is not one of invoke, ok, fail, info")
+    if type(d.get("f")) is not str:
+        return _field_error(d, "f", "must be a string")
+    return _field_error(d, "error", "must be a string")
+
+
+def _completion_error(process: int, type_: str, f: str, value: Any,
+                      invoke: tuple[int, int, str, Any] | None) -> str:
+    if invoke is None:
+        return f"field \"type\": {type_!r} of process {process} without a pending invoke"
+    if invoke[2] != f:
+        return f"field \"f\": {f!r} completes the {invoke[2]!r} invoked at line {invoke[0] + 1}"
+    return _send_mismatch(invoke[3], value, invoke[0])
+
+
+def _unfinished(process: int, invoke: tuple[int, int, str, Any]) -> Operation:
+    index, time, f, value = invoke
+    return Operation(process, f, index, time, value, "info", None, None, None, None)
+
+
+def _by_invoke_index(item: tuple[int, tuple[int, int, str, Any]]) -> int:
+    return item[1][0]
+
+
+_TYPE_SET = frozenset(TYPES)
+
+
+def _field_error(d: dict, name: str, what: str) -> str:
+    if name not in d:
+        return f"field \"{name}\": missing (required: index, time, process, type, f)"
+    return f"field \"{name}\": {_show(d[name])} {what}"
+
+
+def _expect(path: str, value: Any, what: str) -> str:
+    return f"field \"{path}\": expected {what}, got {_show(value)}"
+
+
+def _check_send(v: Any) -> str | None:
+    if type(v) is not dict:
+        return _expect("value", v, 'an object {"topic", "partition", "value"}')
+    topic = v.get("topic")
+    if type(topic) is not str:
+        return _expect("value.topic", topic, "a string")
+    partition = v.get("partition")
+    if type(partition) is not int:
+        return _expect("value.partition", partition, "an integer")
+    value = v.get("value")
+    if type(value) is not str:
+        return _expect("value.value", value, "a string")
+    return None
+
+
+def _check_send_ok(v: Any) -> str | None:
+    error = _check_send(v)
+    if error is not None:
+        return error
+    offset = v.get("offset")
+    if type(offset) is not int:
+        return _expect("value.offset", offset, "an integer (the acked offset)")
+    epoch = v.get("leader_epoch")
+    if epoch is not None and type(epoch) is not int:
+        return _expect("value.leader_epoch", epoch, "an integer or null")
+    return None
+
+
+def _check_poll_invoke(v: Any) -> str | None:
+    return None if v is None else _expect("value", v, "null for a poll invoke")
+
+
+def _check_poll_ok(v: Any) -> str | None:
+    if type(v) is not dict or type(v.get("records")) is not list:
+        return _expect("value", v, 'an object {"records": [...]}')
+    for n, record in enumerate(v["records"]):
+        if type(record) is not dict:
+            return _expect(f"value.records[{n}]", record, "an object")
+        if type(record.get("topic")) is not str:
+            return _expect(f"value.records[{n}].topic", record.get("topic"), "a string")
+        if type(record.get("partition")) is not int:
+            return _expect(f"value.records[{n}].partition", record.get("partition"), "an integer")
+        if type(record.get("offset")) is not int:
+            return _expect(f"value.records[{n}].offset", record.get("offset"), "an integer")
+        if type(record.get("value")) is not str:
+            return _expect(f"value.records[{n}].value", record.get("value"), "a string")
+        epoch = record.get("leader_epoch")
+        if epoch is not None and type(epoch) is not int:
+            return _expect(f"value.records[{n}].leader_epoch", epoch, "an integer or null")
+    return None
+
+
+def _check_assign(v: Any) -> str | None:
+    if type(v) is not dict or type(v.get("partitions")) is not list:
+        return _expect("value", v, 'an object {"partitions": [[topic, partition], ...], "from": ...}')
+    for n, tp in enumerate(v["partitions"]):
+        if type(tp) is not list or len(tp) != 2 or type(tp[0]) is not str or type(tp[1]) is not int:
+            return _expect(f"value.partitions[{n}]", tp, "a [topic, partition] pair")
+    start = v.get("from")
+    if start is not None and start != "beginning" and type(start) is not dict:
+        return _expect("value.from", start, '"beginning" or an object of offsets')
+    return None
+
+
+def _send_mismatch(invoked: dict, completed: dict, invoke_index: int) -> str:
+    for key in ("topic", "partition", "value"):
+        if completed.get(key) != invoked.get(key):
+            return (f"field \"value.{key}\": {_show(completed.get(key))} differs from the invoke at "
+                    f"line {invoke_index + 1} ({_show(invoked.get(key))})")
+    return "the value differs from the invoke's"
+
+
+_VALUE_CHECKS = {
+    ("send", "invoke"): _check_send,
+    ("send", "ok"): _check_send_ok,
+    ("send", "fail"): _check_send,
+    ("send", "info"): _check_send,
+    ("poll", "invoke"): _check_poll_invoke,
+    ("poll", "ok"): _check_poll_ok,
+    ("assign", "invoke"): _check_assign,
+    ("assign", "ok"): _check_assign,
+}
