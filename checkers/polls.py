@@ -1,0 +1,134 @@
+"""Consumer order checks of one partition: `poll-skip` and `nonmonotonic-poll`
+between consecutive polls of one process, `int-poll-skip` and
+`int-nonmonotonic-poll` inside one poll (docs/CHECKERS.md defines each).
+
+A skip is only a skip over an offset known to exist: one seen in an ack, an ok
+poll or the final read (`Observations.known_offsets`), found by bisection in
+that sorted list.
+"""
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
+from itertools import count
+from operator import attrgetter, eq, itemgetter
+from typing import Any
+
+from checkers.anomaly import (
+    INT_NONMONOTONIC_POLL, INT_POLL_SKIP, NONMONOTONIC_POLL, POLL_SKIP, Anomaly,
+)
+from checkers.offsets import describe, observe, op_refs
+from checkers.partition import PartitionHistory, Poll, Reset
+
+_offset = itemgetter(0)
+
+# A skip names at most this many of the offsets it skipped (and counts them all).
+MAX_SKIPPED_LISTED = 10
+
+
+def _skipped(known: Sequence[int], after: int, before: int) -> dict[str, Any] | None:
+    """The known offsets strictly between `after` and `before` (the first few,
+    and how many), or None if there are none."""
+    lo, hi = bisect_right(known, after), bisect_left(known, before)
+    if hi <= lo:
+        return None
+    return {"skipped": list(known[lo:min(hi, lo + MAX_SKIPPED_LISTED)]), "skipped_count": hi - lo}
+
+
+def poll_order(ph: PartitionHistory, known: Sequence[int]) -> list[Anomaly]:
+    """Compare each ok poll that returned records of this partition with the
+    previous such poll of the same process. A `Reset` of the process, or an
+    `info` poll (it may have consumed records nobody saw), forgets the previous
+    poll; polls that returned nothing here, and failed polls, are passed over."""
+    resets: dict[int, list[int]] = {}  # process -> history indices of its resets
+    for r in ph.resets:
+        resets.setdefault(r.process, []).append(r.index)
+    for indices in resets.values():
+        indices.sort()
+    out = []
+    for process, polls in _by_process(ph.polls).items():
+        forgets = resets.get(process, [])
+        prev: Poll | None = None
+        for ev in polls:
+            if ev.outcome == "info":
+                prev = None
+                continue
+            if ev.outcome != "ok" or not ev.records:
+                continue
+            if (prev is not None and ev.records[0][0] != prev.records[-1][0] + 1
+                    and not (forgets and _reset_between(forgets, prev, ev))):
+                out.extend(_compare(ph, known, prev, ev))
+            prev = ev
+    out.sort(key=lambda a: a.details["ops"][-1][0])
+    return out
+
+
+def _by_process(polls: list[Poll]) -> dict[int, list[Poll]]:
+    """Each process's polls in invoke order."""
+    groups: dict[int, list[Poll]] = {}
+    for p in polls:
+        groups.setdefault(p.process, []).append(p)
+    for group in groups.values():
+        group.sort(key=attrgetter("invoke_index"))
+    return groups
+
+
+def _reset_between(resets: list[int], prev: Poll, ev: Poll) -> bool:
+    return bisect_left(resets, ev.invoke_index) > bisect_right(resets, prev.invoke_index)
+
+
+def _compare(ph: PartitionHistory, known: Sequence[int], prev: Poll, ev: Poll) -> list[Anomaly]:
+    prev_last, first = prev.records[-1][0], ev.records[0][0]
+    base = {"process": ev.process, "previous_last_offset": prev_last, "first_offset": first}
+    if first <= prev_last:
+        return [Anomaly(NONMONOTONIC_POLL, ph.topic, ph.partition, {
+            **base, **op_refs([prev, ev]),
+            "explanation": f"{describe(ev)} started at offset {first}, but the previous "
+                           f"poll of that process ended at {prev_last}, with no assign between"})]
+    skipped = _skipped(known, prev_last, first)
+    if not skipped:
+        return []
+    return [Anomaly(POLL_SKIP, ph.topic, ph.partition, {
+        **base, **skipped, **op_refs([prev, ev]),
+        "explanation": f"{describe(ev)} started at offset {first} after the previous poll "
+                       f"of that process ended at {prev_last}, skipping "
+                       f"{skipped['skipped_count']} known offset(s) {skipped['skipped']}"})]
+
+
+def internal_poll_order(ph: PartitionHistory, known: Sequence[int]) -> list[Anomaly]:
+    """Inside each ok poll's records of this partition: offsets must strictly
+    increase and step over no known offset. One anomaly per offending pair."""
+    out = []
+    for p in ph.polls:
+        if p.outcome != "ok" or len(p.records) < 2:
+            continue
+        prev = p.records[0][0]
+        if all(map(eq, map(_offset, p.records), count(prev))):
+            continue  # consecutive offsets: the common case, checked at C speed
+        for o, _ in p.records[1:]:
+            if o != prev + 1:
+                out.extend(_internal(ph, p, known, prev, o))
+            prev = o
+    return out
+
+
+def _internal(ph: PartitionHistory, p: Poll, known: Sequence[int], prev: int,
+              o: int) -> list[Anomaly]:
+    base = {"process": p.process, "offset": prev, "next_offset": o}
+    if o <= prev:
+        return [Anomaly(INT_NONMONOTONIC_POLL, ph.topic, ph.partition, {
+            **base, **op_refs([p]),
+            "explanation": f"{describe(p)} returned offset {o} right after offset {prev}"})]
+    skipped = _skipped(known, prev, o)
+    if not skipped:
+        return []
+    return [Anomaly(INT_POLL_SKIP, ph.topic, ph.partition, {
+        **base, **skipped, **op_refs([p]),
+        "explanation": f"{describe(p)} went from offset {prev} to {o}, skipping "
+                       f"{skipped['skipped_count']} known offset(s) {skipped['skipped']}"})]
+
+
+def check_polls(ph: PartitionHistory, known: Sequence[int] | None = None) -> list[Anomaly]:
+    """Both checks; `known` is `observe(ph).known_offsets()` when not given."""
+    known = known if known is not None else observe(ph).known_offsets()
+    return [*poll_order(ph, known), *internal_poll_order(ph, known)]
