@@ -1,0 +1,49 @@
+"""`python -m broker serve ...` runs a broker node; `python -m broker dump-log ...` prints a data directory's logs."""
+from __future__ import annotations
+
+import asyncio
+import sys
+
+USAGE = """usage: python -m broker <command> [options]
+
+commands:
+  serve      run one broker node (python -m broker serve --help)
+  dump-log   print the record batches of a data directory (python -m broker dump-log --help)
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] in ("-h", "--help"):
+        print(USAGE, end="", file=sys.stdout if argv else sys.stderr)
+        return 0 if argv else 2
+    command, rest = argv[0], argv[1:]
+    if command == "serve":
+        return serve(rest)
+    if command == "dump-log":
+        from broker.dumplog import main as dump_log_main
+        return dump_log_main(rest)
+    print(f"unknown command {command!r}\n{USAGE}", end="", file=sys.stderr)
+    return 2
+
+
+def serve(argv: list[str]) -> int:
+    from broker.server.config import ConfigError, parse_serve_args
+    from broker.server.kafka_server import run
+    from broker.server.logging_setup import configure_logging
+
+    try:
+        config = parse_serve_args(argv)
+    except ConfigError as e:
+        print(f"broker: {e}", file=sys.stderr)
+        return 2
+    configure_logging(config.node_id, config.log_level, config.log_file)
+    try:
+        return asyncio.run(run(config))
+    except ConfigError as e:
+        print(f"broker: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

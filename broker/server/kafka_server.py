@@ -1,0 +1,176 @@
+"""One broker process, assembled (as Kafka's KafkaServer): startup, periodic duties, clean shutdown.
+
+Owns the order things start and stop in, `meta.properties` (the node id a data
+directory belongs to), the flush timer (lazy mode writes held appends out on
+it) and the high-watermark checkpoint timer. A clean shutdown stops accepting
+clients, flushes every log, writes the checkpoints and closes the log manager,
+which leaves the clean-shutdown marker.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from pathlib import Path
+
+from .apis.api_versions import ApiVersionsApi
+from .apis.fetch import FetchApi
+from .apis.group_offsets import OffsetCommitApi, OffsetFetchApi
+from .apis.groups import FindCoordinatorApi, HeartbeatApi, JoinGroupApi, LeaveGroupApi, SyncGroupApi
+from .apis.init_producer_id import InitProducerIdApi
+from .apis.list_offsets import ListOffsetsApi
+from .apis.metadata import MetadataApi
+from .apis.offset_for_leader_epoch import OffsetForLeaderEpochApi
+from .apis.produce import ProduceApi
+from .apis.topics import CreateTopicsApi, DeleteTopicsApi
+from .config import BrokerConfig, ConfigError
+from .durable_file import write_file_atomically
+from .group_coordinator import GroupCoordinator
+from .kafka_apis import KafkaApis
+from .local_controller import LocalController
+from .log_backend import LogManager
+from .metadata_cache import BrokerEndpoint, MetadataCache
+from .network import SocketServer
+from .offset_store import OffsetStore
+from .producer_id_manager import ProducerIdManager
+from .replica_manager import ReplicaManager
+
+log = logging.getLogger("broker.server")
+
+META_PROPERTIES = "meta.properties"
+
+
+def check_meta_properties(data_dir: Path, node_id: int, cluster_id: str) -> None:
+    """A data directory belongs to one node: refuse to start another node id on it."""
+    path = data_dir / META_PROPERTIES
+    if path.exists():
+        props = dict(line.split("=", 1) for line in path.read_text().splitlines()
+                     if "=" in line and not line.startswith("#"))
+        found = props.get("node.id")
+        if found is not None and found.strip() != str(node_id):
+            raise ConfigError(f"{path} says this data directory belongs to node {found.strip()}, "
+                              f"not --node-id {node_id}: use that node id or another --data-dir")
+        return
+    write_file_atomically(path, f"version=1\nnode.id={node_id}\ncluster.id={cluster_id}\n".encode())
+
+
+class KafkaServer:
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.bound: tuple[str, int] | None = None
+        self._stopped = asyncio.Event()
+        self._tasks: list[asyncio.Task] = []
+        self.log_manager = None
+        self.socket_server: SocketServer | None = None
+
+    async def startup(self) -> tuple[str, int]:
+        c = self.config
+        c.data_dir.mkdir(parents=True, exist_ok=True)
+        check_meta_properties(c.data_dir, c.node_id, c.cluster_id)
+        self.log_manager = LogManager(c.data_dir, flush=c.flush, segment_bytes=c.segment_bytes)
+        self.metadata = MetadataCache(c.cluster_id, controller_id=c.node_id,
+                                      default_min_insync_replicas=c.min_insync_replicas)
+        self.replicas = ReplicaManager(c.node_id, self.log_manager)
+        self.controller = LocalController(c.node_id, c.data_dir, self.metadata, self.replicas)
+        self.producer_ids = ProducerIdManager(c.data_dir)
+        self.offsets = OffsetStore(c.data_dir, fsync=c.flush == "fsync")
+        self.offsets.open()
+        self.groups = GroupCoordinator(
+            self.offsets, initial_rebalance_delay_ms=c.group_initial_rebalance_delay_ms,
+            min_session_timeout_ms=c.group_min_session_timeout_ms,
+            max_session_timeout_ms=c.group_max_session_timeout_ms,
+            topic_exists=lambda t, p: self.metadata.partition(t, p) is not None)
+
+        handlers = [
+            ProduceApi(self.replicas, self.metadata),
+            FetchApi(self.replicas),
+            ListOffsetsApi(self.replicas),
+            MetadataApi(self.metadata, self.controller, c.auto_create_topics, c.num_partitions,
+                        c.default_replication_factor),
+            OffsetCommitApi(self.groups),
+            OffsetFetchApi(self.groups),
+            FindCoordinatorApi(self.metadata, c.node_id),
+            JoinGroupApi(self.groups),
+            HeartbeatApi(self.groups),
+            LeaveGroupApi(self.groups),
+            SyncGroupApi(self.groups),
+            CreateTopicsApi(self.controller, c.num_partitions, c.default_replication_factor),
+            DeleteTopicsApi(self.controller, self.metadata, self.groups.on_topic_deleted),
+            InitProducerIdApi(self.producer_ids),
+            OffsetForLeaderEpochApi(self.replicas),
+        ]
+        apis = KafkaApis([*handlers, ApiVersionsApi(lambda: apis.supported_versions())])
+
+        self.socket_server = SocketServer(c.listen_host, c.listen_port, apis.handle, c.max_request_bytes)
+        self.bound = await self.socket_server.start_listening()
+        host = c.advertised_host or self.bound[0]
+        port = c.advertised_port or self.bound[1]
+        self.metadata.set_broker(BrokerEndpoint(c.node_id, host, port))
+        # Topics are loaded once the broker knows its own endpoint: leaders are this node.
+        self.controller.load(self.log_manager.partitions())
+        await self.socket_server.start_serving()
+        loop = asyncio.get_running_loop()
+        self._tasks.append(loop.create_task(self._periodic_duties()))
+        log.info("broker %d listening on %s:%d (advertised %s:%d), data dir %s, flush %s", c.node_id,
+                 self.bound[0], self.bound[1], host, port, c.data_dir, c.flush)
+        return self.bound
+
+    async def _periodic_duties(self) -> None:
+        """The flush timer (lazy mode: the only time held appends reach the OS) and HW checkpoints."""
+        loop = asyncio.get_running_loop()
+        flush_s = self.config.effective_flush_interval_ms / 1000
+        checkpoint_s = self.config.hw_checkpoint_interval_ms / 1000
+        next_flush = loop.time() + flush_s if flush_s > 0 else None
+        next_checkpoint = loop.time() + checkpoint_s if checkpoint_s > 0 else None
+        while True:
+            due = [t for t in (next_flush, next_checkpoint) if t is not None]
+            if not due:
+                return
+            await asyncio.sleep(max(min(due) - loop.time(), 0))
+            now = loop.time()
+            try:
+                if next_flush is not None and now >= next_flush:
+                    self.replicas.flush_all()
+                    next_flush = now + flush_s
+                if next_checkpoint is not None and now >= next_checkpoint:
+                    self.replicas.checkpoint_high_watermarks()
+                    next_checkpoint = now + checkpoint_s
+            except Exception:
+                log.exception("periodic flush or checkpoint failed; retrying on the next period")
+                next_flush = now + flush_s if flush_s > 0 else None
+                next_checkpoint = now + checkpoint_s if checkpoint_s > 0 else None
+
+    def request_stop(self) -> None:
+        self._stopped.set()
+
+    async def serve_until_stopped(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self.request_stop)
+        await self._stopped.wait()
+
+    async def shutdown(self) -> None:
+        log.info("shutting down")
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.socket_server is not None:
+            await self.socket_server.stop()
+        if hasattr(self, "groups"):
+            self.groups.shutdown()
+            self.offsets.close()
+        if self.log_manager is not None:
+            self.replicas.flush_all()
+            self.replicas.checkpoint_high_watermarks()
+            self.log_manager.close()
+        log.info("shutdown complete")
+
+
+async def run(config: BrokerConfig) -> int:
+    server = KafkaServer(config)
+    try:
+        await server.startup()
+        await server.serve_until_stopped()
+    finally:
+        await server.shutdown()
+    return 0

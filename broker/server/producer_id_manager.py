@@ -1,0 +1,42 @@
+"""Producer id allocation for idempotent producers, unique across restarts (a persisted block counter).
+
+Owns `producer-id-block` in the data directory: the first id of the next block
+not yet handed out. Ids are served from an in-memory block; taking a new block
+first records its end durably, so a crash at any point never reuses an id (it
+may skip the rest of a block, as Kafka's ProducerIdManager does).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .durable_file import write_file_atomically
+
+FILE_NAME = "producer-id-block"
+BLOCK_SIZE = 1000
+
+
+class ProducerIdManager:
+    def __init__(self, data_dir: Path, block_size: int = BLOCK_SIZE) -> None:
+        self.path = Path(data_dir) / FILE_NAME
+        self.block_size = block_size
+        self._next = 0
+        self._block_end = 0  # nothing allocated yet: the first call takes a block
+        if self.path.exists():
+            text = self.path.read_text().strip()
+            try:
+                self._next = self._block_end = int(text)
+            except ValueError:
+                raise RuntimeError(f"{self.path} should hold one integer (the next producer id block), "
+                                   f"found {text[:40]!r}; restore it or remove it only if no producer "
+                                   "from before will write again") from None
+            if self._next < 0:
+                raise RuntimeError(f"{self.path} holds a negative producer id {self._next}")
+
+    def generate_producer_id(self) -> int:
+        if self._next >= self._block_end:
+            end = self._next + self.block_size
+            write_file_atomically(self.path, f"{end}\n".encode())
+            self._block_end = end
+        pid = self._next
+        self._next += 1
+        return pid
