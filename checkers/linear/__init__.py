@@ -1,0 +1,22 @@
+"""Linearizability checking: a Wing-Gong/Lowe search over pluggable models, the
+log model of a Kafka partition, minimal counterexamples and their picture.
+
+  model.py     the model interface and `Op`
+  models.py    RegisterModel, SetModel
+  logmodel.py  LogModel (a partition's log)
+  search.py    check(model, ops, budget) -> SearchResult
+  minimize.py  minimize(...) -> Counterexample (ddmin with read-from closure)
+  visual.py    render_html(counterexample) -> str
+  kafka.py     PartitionHistory -> ops; check_partition -> LinearResult
+
+docs/LINEARIZABILITY.md states the model, the translation and the search.
+"""
+from checkers.linear.logmodel import Append, LogModel, Read, ReadExact
+from checkers.linear.model import Model, Op
+from checkers.linear.models import RegisterModel, SetModel
+from checkers.linear.search import Deepest, SearchResult, check
+
+__all__ = [
+    "Append", "Deepest", "LogModel", "Model", "Op", "Read", "ReadExact", "RegisterModel",
+    "SearchResult", "SetModel", "check",
+]
