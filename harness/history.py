@@ -547,3 +547,22 @@ _VALUE_CHECKS = {
     ("assign", "invoke"): _check_assign,
     ("assign", "ok"): _check_assign,
 }
+
+
+def lines_at(path: Path | str, indices: set[int]) -> dict[int, Any]:
+    """The history lines at `indices` (0-based), parsed but not validated: the
+    ops an anomaly names, to show next to it. One pass, no parse of the others."""
+    found: dict[int, Any] = {}
+    if not indices:
+        return found
+    last = max(indices)
+    with open(path, "rb") as file:
+        for index, line in enumerate(file):
+            if index in indices:
+                try:
+                    found[index] = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    found[index] = line.decode("utf-8", "replace").rstrip("\n")
+            if index >= last:
+                break
+    return found

@@ -1,0 +1,69 @@
+"""The `fencepost` command line: parses arguments, dispatches to a subcommand
+(harness/commands/), and turns failures into the exit codes of DESIGN.md §3.5:
+254 for bad arguments or input (argparse errors too, not argparse's 2), 255
+with "fencepost crashed: ..." and the traceback when the harness itself fails.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from typing import NoReturn, Sequence
+
+from harness.commands import command_modules
+from harness.errors import EXIT_BAD_INPUT, EXIT_CRASH, BadInput
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors exit 254."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="fencepost",
+                     description="Jepsen-style chaos testing of Kafka replication.")
+    verbs = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module in command_modules():
+        sub = verbs.add_parser(module.NAME, help=module.HELP, description=module.HELP)
+        module.add_arguments(sub)
+        sub.set_defaults(run=module.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        parser = build_parser()
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as stop:  # --help, or a usage error (already printed)
+            return _exit_status(stop.code)
+        if getattr(args, "run", None) is None:
+            parser.print_help(sys.stderr)
+            return EXIT_BAD_INPUT
+        return args.run(args)
+    except BadInput as e:
+        print(f"fencepost: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("fencepost: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # the catch-all of §3.5: the harness itself failed
+        print(f"fencepost crashed: {type(e).__name__}: {e}", file=sys.stderr)
+        traceback.print_exc(file=sys.stderr)
+        return EXIT_CRASH
+
+
+def _exit_status(code: object) -> int:
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
+if __name__ == "__main__":
+    sys.exit(main())

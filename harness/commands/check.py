@@ -1,0 +1,23 @@
+"""`fencepost check RUN_DIR`: check a run and write its results.json."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+NAME = "check"
+HELP = "check a run directory: write results.json, print the verdict (exit 0/1/2)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_dir", metavar="RUN_DIR", type=Path,
+                        help="a run directory (holding history.jsonl and final.jsonl), "
+                             "e.g. results/latest")
+    parser.add_argument("--no-write", action="store_true",
+                        help="print the verdict only; write neither results.json nor linear/")
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.checking import check_run
+
+    return check_run(args.run_dir, write=not args.no_write, out=sys.stdout).exit_code

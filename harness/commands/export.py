@@ -1,0 +1,41 @@
+"""`fencepost export RUN_DIR --edn [--out FILE]`: the history in Jepsen's EDN form."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from harness.errors import EXIT_VALID, BadInput
+
+NAME = "export"
+HELP = "export a run's history for other tools (--edn: Jepsen's kafka workload form)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_dir", metavar="RUN_DIR", type=Path, help="a run directory")
+    parser.add_argument("--edn", action="store_true",
+                        help="write the history as Jepsen EDN, one op map per line")
+    parser.add_argument("--out", metavar="FILE", type=Path,
+                        help="where to write (default: RUN_DIR/history.edn)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.edn import export_edn
+    from harness.loading import RUN_DIR_HELP
+    from harness.history import HISTORY_FILE
+
+    if not args.edn:
+        raise BadInput("choose an export format: --edn (the only one so far)")
+    if not (args.run_dir / HISTORY_FILE).is_file():
+        raise BadInput(f"{args.run_dir} is not a run directory (it has no {HISTORY_FILE}): "
+                       f"{RUN_DIR_HELP}")
+    if args.out is not None and not args.out.parent.is_dir():
+        raise BadInput(f"--out {args.out}: the folder {args.out.parent} does not exist")
+    result = export_edn(args.run_dir, args.out)
+    problems = result.problems
+    for line in problems.listed_errors() + problems.listed_warnings():
+        print(f"fencepost export: {line}", file=sys.stderr)
+    if problems.error_count:
+        print(f"fencepost export: {problems.error_count} bad line(s) were left out", file=sys.stderr)
+    print(f"wrote {result.ops} ops to {result.path}")
+    return EXIT_VALID

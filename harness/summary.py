@@ -1,0 +1,178 @@
+"""results.json (DESIGN.md §3.4) and the summary `fencepost check` prints.
+
+results.json: `valid`, `anomaly_counts` (every anomaly found), `anomalies`
+(up to 20 examples per name, each with the history lines of the ops it names),
+`stats`, `checked` {ops, partitions, seconds} — the contract — plus `reasons`
+(why unknown), `not_conclusive` (invalid-set anomalies in partitions not fully
+read), `invalid_anomalies` (the names that make this run invalid), `errors`,
+`warnings` and `linearizability` (per partition).
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, TextIO
+
+import orjson
+
+from checkers.check import PartitionReport
+from harness.history import HISTORY_FILE, lines_at
+from harness.loading import LoadedRun
+from harness.verdict import Verdict
+
+RESULTS_FILE = "results.json"
+EXAMPLES_PER_ANOMALY = 20
+OPS_PER_EXAMPLE = 12
+
+
+def partition_name(topic: str, partition: int) -> str:
+    return f"{topic}-{partition}"
+
+
+def build_results(run: LoadedRun, reports: list[PartitionReport], verdict: Verdict,
+                  seconds: float, linear_files: dict[str, str]) -> dict[str, Any]:
+    """The results.json document. `linear_files`: partition name -> path of its
+    counterexample page, relative to the run directory."""
+    counts: dict[str, int] = defaultdict(int)
+    examples: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for report in reports:
+        for anomaly in report.anomalies:
+            counts[anomaly.name] += 1
+            if len(examples[anomaly.name]) < EXAMPLES_PER_ANOMALY:
+                examples[anomaly.name].append(anomaly.to_json())
+    _attach_ops(run.run_dir / HISTORY_FILE, examples)
+    by_partition = {partition_name(r.topic, r.partition): r.stats for r in reports}
+    return {
+        "valid": verdict.valid,
+        "anomaly_counts": dict(sorted(counts.items())),
+        "anomalies": dict(sorted(examples.items())),
+        "stats": {
+            "totals": _totals(by_partition.values()),
+            "partitions": by_partition,
+            "history": {"lines": run.counts.lines, "ops": run.counts.ops,
+                        "nemesis_ops": run.counts.nemesis, "by_f": run.counts.by_f_type},
+            "final_lines": run.counts.final_lines,
+        },
+        "checked": {"ops": run.counts.ops, "partitions": len(reports), "seconds": round(seconds, 3)},
+        "reasons": verdict.reasons,
+        "not_conclusive": dict(sorted(verdict.not_conclusive.items())),
+        "invalid_anomalies": sorted(run.invalid_anomalies),
+        "errors": run.errors,
+        "warnings": run.warnings,
+        "linearizability": {
+            partition_name(r.topic, r.partition): {
+                "linearizable": r.linearizable,
+                "explored": r.linear_explored,
+                "counterexample_file": linear_files.get(partition_name(r.topic, r.partition)),
+            } for r in reports},
+    }
+
+
+def write_results(run_dir: Path, results: dict[str, Any]) -> Path:
+    """Write results.json atomically (a reader never sees half a file)."""
+    path = run_dir / RESULTS_FILE
+    partial = path.with_name(RESULTS_FILE + ".partial")
+    partial.write_bytes(to_json(results))
+    partial.replace(path)
+    return path
+
+
+def to_json(document: Any) -> bytes:
+    return orjson.dumps(document, default=_jsonable,
+                        option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS | orjson.OPT_APPEND_NEWLINE)
+
+
+def print_summary(results: dict[str, Any], out: TextIO, results_path: Path | None) -> None:
+    """A table (anomaly, count, one example on one line), the verdict, where results are."""
+    counts = results["anomaly_counts"]
+    if counts:
+        width = max(len("anomaly"), *(len(name) for name in counts))
+        print(f"{'anomaly':<{width}}  {'count':>7}  example", file=out)
+        for name, n in counts.items():
+            example = results["anomalies"].get(name, [{}])[0]
+            print(f"{name:<{width}}  {n:>7}  {one_line(example)}", file=out)
+    else:
+        print("no anomalies found", file=out)
+    errors, warnings = len(results["errors"]), len(results["warnings"])
+    if errors or warnings:
+        print(f"input problems: {errors} error(s), {warnings} warning(s) (see results.json)", file=out)
+        for line in results["errors"][:3]:
+            print(f"  error: {line}", file=out)
+    checked = results["checked"]
+    print(f"checked {checked['ops']} ops in {checked['partitions']} partition(s) in "
+          f"{checked['seconds']:.2f} s", file=out)
+    valid = results["valid"]
+    label = "VALID" if valid is True else "INVALID" if valid is False else "UNKNOWN"
+    print(f"verdict: {label} (valid: {orjson.dumps(valid).decode()})", file=out)
+    if valid is not True:
+        for reason in results["reasons"]:
+            print(f"  - {reason}", file=out)
+    if results_path is not None:
+        print(f"results: {results_path}", file=out)
+
+
+def one_line(example: dict[str, Any], limit: int = 110) -> str:
+    """An anomaly example in one line: where, then its details in short."""
+    where = ""
+    if "topic" in example and "partition" in example:
+        where = f"{partition_name(example['topic'], example['partition'])} "
+    if isinstance(example.get("explanation"), str):
+        text = where + example["explanation"]
+    else:
+        details = {k: v for k, v in example.items()
+                   if k not in ("type", "topic", "partition", "history", "counterexample")}
+        text = where + orjson.dumps(details, default=_jsonable,
+                                    option=orjson.OPT_NON_STR_KEYS).decode()
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _attach_ops(history: Path, examples: dict[str, list[dict[str, Any]]]) -> None:
+    """Add to each example the history lines of the ops it names (`ops`: indices)."""
+    wanted: dict[int, list[int]] = {}
+    named: list[tuple[dict[str, Any], list[int]]] = []
+    for items in examples.values():
+        for example in items:
+            indices = sorted(set(_indices(example.get("ops"))))[:OPS_PER_EXAMPLE]
+            if indices:
+                named.append((example, indices))
+                for i in indices:
+                    wanted[i] = []
+    if not wanted:
+        return
+    lines = lines_at(history, set(wanted))
+    for example, indices in named:
+        example["history"] = [lines[i] for i in indices if i in lines]
+
+
+def _indices(ops: Any) -> list[int]:
+    """History indices in an anomaly's `ops`: ints, possibly nested in lists or
+    in dicts (under index / invoke_index / complete_index)."""
+    found: list[int] = []
+    stack = [ops]
+    while stack:
+        item = stack.pop()
+        if type(item) is int and item >= 0:
+            found.append(item)
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item.get(k) for k in ("index", "invoke_index", "complete_index"))
+    return found
+
+
+def _totals(stats: Any) -> dict[str, int]:
+    """Sums of the integer stats over the partitions."""
+    totals: dict[str, int] = defaultdict(int)
+    for partition_stats in stats:
+        for key, value in partition_stats.items():
+            if type(value) is int:
+                totals[key] += value
+    return dict(totals)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, (set, frozenset)):
+        return sorted(value, key=str)
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return str(value)

@@ -1,0 +1,85 @@
+"""The run's verdict from its partition reports: valid, invalid or unknown, and why.
+
+Rules (DESIGN.md §3.4-3.5, kept simple on purpose):
+1. An anomaly of the run's invalid set found in a *fully read* partition (its
+   final read present and complete) makes the run invalid — whatever else is
+   missing, since such an anomaly does not depend on what was not read.
+   Problems in the input files do not prevent this: the ops that were read
+   happened.
+2. Otherwise the run is unknown if anything could not be judged: errors in
+   history.jsonl / final.jsonl, no final.jsonl, a missing or incomplete final
+   read, a linearizability search that gave up, an anomaly of the invalid set
+   in a partition that was not fully read (not conclusive), or no client
+   operation at all.
+3. Otherwise it is valid.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Literal
+
+from checkers.check import PartitionReport
+from harness.errors import EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID
+from harness.final_log import FINAL_FILE
+from harness.loading import LoadedRun
+
+Valid = bool | Literal["unknown"]
+
+
+@dataclass(slots=True)
+class Verdict:
+    valid: Valid
+    reasons: list[str] = field(default_factory=list)  # why unknown (or, if invalid, also unknown)
+    decisive: Counter = field(default_factory=Counter)  # invalid-set anomalies that count
+    not_conclusive: Counter = field(default_factory=Counter)  # invalid-set, not fully read
+
+    @property
+    def exit_code(self) -> int:
+        return exit_code(self.valid)
+
+
+def exit_code(valid: Valid) -> int:
+    if valid is True:
+        return EXIT_VALID
+    if valid is False:
+        return EXIT_INVALID
+    return EXIT_UNKNOWN
+
+
+def decide(run: LoadedRun, reports: list[PartitionReport]) -> Verdict:
+    verdict = Verdict(True)
+    reasons = verdict.reasons
+    invalid = run.invalid_anomalies
+    errors = run.problems.error_count
+    if errors:
+        first = run.problems.errors[0] if run.problems.errors else ""
+        reasons.append(f"{errors} error(s) in the input files (listed under \"errors\"); the first: "
+                       f"{first}")
+    if not run.final_present:
+        reasons.append(f"{FINAL_FILE} is missing: the final reads were not written (did the run "
+                       f"stop before its final-read phase? see fencepost.log); lost writes and "
+                       f"truncated reads cannot be judged")
+    if not any(run.counts.by_f_type.get(f) for f in ("send", "poll")):
+        reasons.append("the history holds no send or poll: there is nothing to judge")
+    for report in reports:
+        ph = run.partitions.get((report.topic, report.partition))
+        fully_read = ph is not None and ph.final is not None and ph.final_complete
+        for anomaly in report.anomalies:
+            if anomaly.name in invalid:
+                (verdict.decisive if fully_read else verdict.not_conclusive)[anomaly.name] += 1
+        for reason in report.unknown_reasons:
+            if reason not in reasons:
+                reasons.append(reason)
+        if ph is not None and not fully_read and not report.unknown_reasons:
+            what = "missing" if ph.final is None else "incomplete"
+            reasons.append(f"the final read of {ph.topic}/{ph.partition} is {what}")
+    if verdict.not_conclusive:
+        names = ", ".join(f"{name}: {n}" for name, n in sorted(verdict.not_conclusive.items()))
+        reasons.append(f"anomalies found in partitions whose final read is missing or incomplete "
+                       f"are not conclusive ({names})")
+    if verdict.decisive:
+        verdict.valid = False
+    elif reasons:
+        verdict.valid = "unknown"
+    return verdict
