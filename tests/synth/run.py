@@ -90,10 +90,15 @@ class SynthRun:
         return list(final_lines(self.topic, self.final))
 
     def clone(self) -> SynthRun:
-        """A deep copy, so a planter never edits the run it was given."""
+        """A copy whose history and final logs can be edited without touching
+        this run (the ground truth is shared: it describes the generated run)."""
         history = orjson.loads(orjson.dumps(self.history))
-        return SynthRun(self.topic, history, copy.deepcopy(self.final),
-                        copy.deepcopy(self.test), copy.deepcopy(self.truth))
+        final = {p: PartitionFinal(list(pf.read), pf.complete, pf.leader,
+                                   {n: ReplicaFinal(list(rf.records), rf.log_end_offset, rf.high_watermark,
+                                                    rf.leader_epoch, [list(e) for e in rf.epochs])
+                                    for n, rf in pf.replicas.items()})
+                 for p, pf in self.final.items()}
+        return SynthRun(self.topic, history, final, copy.deepcopy(self.test), self.truth)
 
     def write(self, run_dir: Path) -> Path:
         return write_run(run_dir, self.history, self.final_lines(), self.test)

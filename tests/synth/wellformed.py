@@ -99,6 +99,40 @@ def validity_problems(run: SynthRun) -> list[str]:
                 problems.append(f"partition {p}: {v} at {seen_values[(p, v)]} and {o} (idempotent)")
             seen_values[(p, v)] = o
         problems += _replica_problems(p, pf)
+    problems += _real_time_problems(run)
+    return problems
+
+
+def _real_time_problems(run: SynthRun) -> list[str]:
+    """A send's value may only sit above every offset acked or polled before the
+    send began (offsets grow with time)."""
+    where: dict[tuple[int, str], set[int]] = defaultdict(set)  # (partition, value) -> offsets
+    for p, pf in run.final.items():
+        for o, v, _ in pf.read:
+            where[(p, v)].add(o)
+    for line in run.history:
+        if line["f"] == "send" and line["type"] == "ok":
+            v = line["value"]
+            where[(v["partition"], v["value"])].add(v["offset"])
+        elif line["f"] == "poll" and line["type"] == "ok":
+            for r in line["value"]["records"]:
+                where[(r["partition"], r["value"])].add(r["offset"])
+    problems = []
+    seen_max: dict[int, int] = defaultdict(lambda: -1)  # partition -> highest offset acked/polled so far
+    for line in run.history:
+        f, type_ = line["f"], line["type"]
+        if f == "send" and type_ == "invoke":
+            p, v = line["value"]["partition"], line["value"]["value"]
+            low = min(where.get((p, v), ()), default=None)
+            if low is not None and low <= seen_max[p]:
+                problems.append(f"line {line['index']}: {v} sits at {low}, but offset {seen_max[p]} "
+                                f"was acked or polled before it was sent")
+        elif f == "send" and type_ == "ok":
+            p = line["value"]["partition"]
+            seen_max[p] = max(seen_max[p], line["value"]["offset"])
+        elif f == "poll" and type_ == "ok":
+            for r in line["value"]["records"]:
+                seen_max[r["partition"]] = max(seen_max[r["partition"]], r["offset"])
     return problems
 
 
