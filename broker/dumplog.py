@@ -14,7 +14,7 @@ batches (transaction markers) are skipped; so are internal topics (`__*`) unless
 `--all`. The high watermark comes from `replication-offset-checkpoint` (0 when
 absent), clamped to the log as a restarting broker would; the epochs are those of
 the batches, followed by newer `leader-epoch-checkpoint` entries up to the log end.
-Exit status: 0 done, 1 some partition could not be read, 254 bad arguments.
+Exit status: 0 done, 1 some partition could not be read, 2 bad arguments (as `serve`).
 """
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ from broker.storage.segment import parse_segment_name
 
 EXIT_OK = 0
 EXIT_UNREADABLE = 1
-EXIT_BAD_ARGUMENTS = 254
+EXIT_BAD_ARGUMENTS = 2
 NODE_FILE = "node"
 
 
