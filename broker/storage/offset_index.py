@@ -16,6 +16,8 @@ import struct
 from array import array
 from pathlib import Path
 
+from broker.storage.fileio import pwrite_all
+
 ENTRY_SIZE = 8
 _ENTRY = struct.Struct(">ii")
 
@@ -99,7 +101,7 @@ class OffsetIndex:
         data = b"".join(
             _ENTRY.pack(self._offsets[i] - self.base_offset, self._positions[i]) for i in range(self._written, count)
         )
-        _pwrite_all(self._fd, data, self._written * ENTRY_SIZE)
+        pwrite_all(self._fd, data, self._written * ENTRY_SIZE)
         self._written = count
 
     def close(self) -> None:
@@ -107,10 +109,3 @@ class OffsetIndex:
             os.close(self._fd)
             self._fd = -1
 
-
-def _pwrite_all(fd: int, data: bytes, position: int) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.pwrite(fd, view, position)
-        view = view[written:]
-        position += written

@@ -18,8 +18,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from broker.storage.batch import HEADER_SIZE, LOG_OVERHEAD, MAGIC_V2, RecordBatch, ScanOutcome, scan_batches
-from broker.storage.offset_index import OffsetIndex, _pwrite_all
+from broker.storage.batch import HEADER_SIZE, MAGIC_V2, RecordBatch, ScanOutcome, scan_batches
+from broker.storage.fileio import pread_all, pwrite_all
+from broker.storage.offset_index import OffsetIndex
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -85,7 +86,7 @@ class LogSegment:
         parts = []
         if position < self._file_size:
             file_end = min(end, self._file_size)
-            parts.append(_pread_all(self._fd, file_end - position, position))
+            parts.append(pread_all(self._fd, file_end - position, position))
         if end > self._file_size:
             start = max(position - self._file_size, 0)
             parts.append(bytes(self._pending[start : end - self._file_size]))
@@ -144,7 +145,7 @@ class LogSegment:
         if self.buffered:
             self._pending += data
         else:
-            _pwrite_all(self._fd, data, self._file_size)
+            pwrite_all(self._fd, data, self._file_size)
             self._file_size += len(data)
             self._dirty = True
             if fsync:
@@ -155,7 +156,7 @@ class LogSegment:
     def flush(self, fsync: bool = True) -> None:
         """Write the held tail (buffered mode) and index, then fsync what was written since the last fsync."""
         if self._pending:
-            _pwrite_all(self._fd, self._pending, self._file_size)
+            pwrite_all(self._fd, self._pending, self._file_size)
             self._file_size += len(self._pending)
             self._pending = bytearray()
             self._dirty = True
@@ -259,20 +260,3 @@ def _batch_problem(batch, expected_base: int, verify_crc: bool) -> str | None:
         return f"CRC mismatch (stored {batch.crc:#010x}, computed {batch.compute_crc():#010x})"
     return None
 
-
-def _pread_all(fd: int, length: int, position: int) -> bytes:
-    data = os.pread(fd, length, position)
-    if len(data) == length:
-        return data
-    parts = [data]
-    got = len(data)
-    while got < length:
-        more = os.pread(fd, length - got, position + got)
-        if not more:
-            raise OSError(f"short read: {got} of {length} bytes at position {position}")
-        parts.append(more)
-        got += len(more)
-    return b"".join(parts)
-
-
-__all__ = ["LOG_OVERHEAD", "LoadResult", "LogSegment", "parse_segment_name", "segment_file_name"]
