@@ -28,7 +28,9 @@ class BrokerConfig:
     default_replication_factor: int = 1
     min_insync_replicas: int = 1
     max_request_bytes: int = 100 * 1024 * 1024
-    segment_bytes: int = 1024 * 1024 * 1024
+    fetch_max_bytes: int = 55 * 1024 * 1024  # cap on one fetch response, whatever the client asks
+    max_partitions: int = 4000  # partitions this broker hosts at most (each holds file descriptors)
+    segment_bytes: int = 64 * 1024 * 1024
     cluster_id: str = "fencepost"
     group_initial_rebalance_delay_ms: int = 0
     group_min_session_timeout_ms: int = 1000
@@ -49,6 +51,10 @@ class BrokerConfig:
             raise ConfigError(f"--min-insync-replicas must be >= 1, got {self.min_insync_replicas}")
         if self.max_request_bytes < 1024:
             raise ConfigError(f"--max-request-bytes must be >= 1024, got {self.max_request_bytes}")
+        if self.fetch_max_bytes < 1024:
+            raise ConfigError(f"--fetch-max-bytes must be >= 1024, got {self.fetch_max_bytes}")
+        if self.max_partitions < 1:
+            raise ConfigError(f"--max-partitions must be >= 1, got {self.max_partitions}")
 
     @property
     def effective_flush_interval_ms(self) -> int:
@@ -90,7 +96,11 @@ def serve_argument_parser() -> argparse.ArgumentParser:
     p.add_argument("--num-partitions", type=int, default=1, help="partitions of auto-created topics")
     p.add_argument("--min-insync-replicas", type=int, default=1, help="default min.insync.replicas of topics")
     p.add_argument("--max-request-bytes", type=int, default=100 * 1024 * 1024)
-    p.add_argument("--segment-bytes", type=int, default=1024 * 1024 * 1024)
+    p.add_argument("--fetch-max-bytes", type=int, default=55 * 1024 * 1024,
+                   help="most bytes one fetch response carries, whatever the client asks")
+    p.add_argument("--max-partitions", type=int, default=4000,
+                   help="most partitions this broker hosts (topic creation beyond fails)")
+    p.add_argument("--segment-bytes", type=int, default=64 * 1024 * 1024)
     p.add_argument("--cluster-id", default="fencepost")
     p.add_argument("--group-initial-rebalance-delay-ms", type=int, default=0)
     p.add_argument("--group-min-session-timeout-ms", type=int, default=1000)
@@ -118,6 +128,7 @@ def parse_serve_args(argv: list[str]) -> BrokerConfig:
         flush_interval_ms=a.flush_interval_ms, hw_checkpoint_interval_ms=a.hw_checkpoint_interval_ms,
         auto_create_topics=a.auto_create_topics, num_partitions=a.num_partitions,
         min_insync_replicas=a.min_insync_replicas, max_request_bytes=a.max_request_bytes,
+        fetch_max_bytes=a.fetch_max_bytes, max_partitions=a.max_partitions,
         segment_bytes=a.segment_bytes, cluster_id=a.cluster_id,
         group_initial_rebalance_delay_ms=a.group_initial_rebalance_delay_ms,
         group_min_session_timeout_ms=a.group_min_session_timeout_ms,

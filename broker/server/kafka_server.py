@@ -28,7 +28,7 @@ from .durable_file import write_file_atomically
 from .group_coordinator import GroupCoordinator
 from .kafka_apis import KafkaApis
 from .local_controller import LocalController
-from .log_backend import LogManager
+from .log_backend import DataDirInUse, LogManager
 from .metadata_cache import BrokerEndpoint, MetadataCache
 from .network import SocketServer
 from .offset_store import OffsetStore
@@ -71,7 +71,7 @@ class KafkaServer:
         self.metadata = MetadataCache(c.cluster_id, controller_id=c.node_id,
                                       default_min_insync_replicas=c.min_insync_replicas)
         self.replicas = ReplicaManager(c.node_id, self.log_manager)
-        self.controller = LocalController(c.node_id, c.data_dir, self.metadata, self.replicas)
+        self.controller = LocalController(c.node_id, c.data_dir, self.metadata, self.replicas, c.max_partitions)
         self.producer_ids = ProducerIdManager(c.data_dir)
         self.offsets = OffsetStore(c.data_dir, fsync=c.flush == "fsync")
         self.offsets.open()
@@ -83,7 +83,7 @@ class KafkaServer:
 
         handlers = [
             ProduceApi(self.replicas, self.metadata),
-            FetchApi(self.replicas),
+            FetchApi(self.replicas, c.fetch_max_bytes),
             ListOffsetsApi(self.replicas),
             MetadataApi(self.metadata, self.controller, c.auto_create_topics, c.num_partitions,
                         c.default_replication_factor),
@@ -167,9 +167,21 @@ class KafkaServer:
 
 
 async def run(config: BrokerConfig) -> int:
+    """Serve until SIGTERM/SIGINT; 0 after a clean shutdown, 1 when the broker could not start."""
     server = KafkaServer(config)
     try:
-        await server.startup()
+        try:
+            await server.startup()
+        except (ConfigError, DataDirInUse) as e:
+            log.error("cannot start: %s", e)
+            return 1
+        except OSError as e:
+            log.error("cannot start: %s (is --listen %s:%d free and --data-dir %s writable?)", e,
+                      config.listen_host, config.listen_port, config.data_dir)
+            return 1
+        except Exception:
+            log.exception("cannot start")
+            return 1
         await server.serve_until_stopped()
     finally:
         await server.shutdown()

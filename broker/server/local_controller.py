@@ -68,8 +68,10 @@ def config_error(name: str, value: str | None) -> str | None:
 
 
 class LocalController:
-    def __init__(self, node_id: int, data_dir: Path, metadata: MetadataCache, replicas: ReplicaManager) -> None:
+    def __init__(self, node_id: int, data_dir: Path, metadata: MetadataCache, replicas: ReplicaManager,
+                 max_partitions: int = 4000) -> None:
         self.node_id = node_id
+        self.max_partitions = max_partitions
         self.path = Path(data_dir) / TOPICS_FILE
         self.metadata = metadata
         self.replicas = replicas
@@ -121,6 +123,10 @@ class LocalController:
             return TopicResult(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
         if num_partitions < 1:
             return TopicResult(ErrorCode.INVALID_PARTITIONS, f"number of partitions must be >= 1, got {num_partitions}")
+        hosted = sum(len(self.metadata.topic(n).partitions) for n in self.metadata.topic_names())
+        if hosted + num_partitions > self.max_partitions:
+            return TopicResult(ErrorCode.INVALID_PARTITIONS, f"{num_partitions} more partitions would exceed this "
+                               f"broker's limit of {self.max_partitions} (it hosts {hosted}); see --max-partitions")
         brokers = len(self.metadata.alive_brokers())
         if not 1 <= replication_factor <= brokers:
             return TopicResult(ErrorCode.INVALID_REPLICATION_FACTOR,

@@ -163,7 +163,7 @@ class Partition:
                 f"ISR {list(self.isr)} of {self.tp} is smaller than min.insync.replicas={min_insync_replicas}"))
         result = self.log.append_as_leader(records, self.leader_epoch)
         if result.error is not None:
-            return AppendOutcome(error_code_for_name(result.error), message=str(result.error),
+            return AppendOutcome(error_code_for_name(result.error), message=result.error_message or result.error,
                                  log_start_offset=self.log.log_start_offset)
         if not result.duplicate:
             self.maybe_increment_high_watermark()
@@ -196,13 +196,7 @@ class Partition:
 
     def epoch_for_offset(self, offset: int) -> int:
         """The epoch whose range holds `offset` (-1 when the cache knows none)."""
-        found = NO_EPOCH
-        for epoch, start in self.log.epoch_cache.epoch_entries():
-            if start <= offset:
-                found = epoch
-            else:
-                break
-        return found
+        return self.log.epoch_cache.epoch_for_offset(offset)
 
     def fetch_offset_for_timestamp(self, timestamp: int, current_leader_epoch: int,
                                    fetch_only_committed: bool) -> TimestampOffset:
@@ -224,10 +218,9 @@ class Partition:
         found = log.offset_for_timestamp(timestamp)
         if found is None:
             return TimestampOffset(ErrorCode.NONE, -1, -1, -1)
-        ts, offset = found
-        if offset >= limit:
+        if found.offset >= limit:
             return TimestampOffset(ErrorCode.NONE, -1, -1, -1)
-        return TimestampOffset(ErrorCode.NONE, ts, offset, self.epoch_for_offset(offset))
+        return TimestampOffset(ErrorCode.NONE, found.timestamp, found.offset, self.epoch_for_offset(found.offset))
 
     def _max_timestamp(self, limit: int) -> TimestampOffset:
         best_ts, best_offset = -1, -1

@@ -25,8 +25,9 @@ class FetchApi(ApiHandler):
     min_version = 4
     max_version = 12
 
-    def __init__(self, replicas: ReplicaManager) -> None:
+    def __init__(self, replicas: ReplicaManager, fetch_max_bytes: int) -> None:
         self.replicas = replicas
+        self.fetch_max_bytes = fetch_max_bytes
 
     async def handle(self, ctx: RequestContext, request: Any) -> Any:
         version = ctx.version
@@ -35,10 +36,12 @@ class FetchApi(ApiHandler):
                 return self._top_level_error(version, ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
             if request.session_epoch > 0:
                 return self._top_level_error(version, ErrorCode.INVALID_FETCH_SESSION_EPOCH)
-        reqs = [FetchPartitionRequest(TopicPartition(t.topic, p.partition), p.fetch_offset, p.partition_max_bytes,
-                                      p.current_leader_epoch, p.last_fetched_epoch)
+        cap = self.fetch_max_bytes
+        reqs = [FetchPartitionRequest(TopicPartition(t.topic, p.partition), p.fetch_offset,
+                                      min(p.partition_max_bytes, cap), p.current_leader_epoch, p.last_fetched_epoch)
                 for t in request.topics for p in t.partitions]
-        params = FetchParams(request.replica_id, request.max_wait_ms, request.min_bytes, request.max_bytes)
+        params = FetchParams(request.replica_id, request.max_wait_ms, request.min_bytes,
+                             min(request.max_bytes, cap))
         results = await self.replicas.fetch_messages(params, reqs)
         read_committed = request.isolation_level == 1
         return self._response(version, results, read_committed)
