@@ -236,3 +236,19 @@ def test_mixed_formats_in_one_buffer():
     entries = list(iter_batches(data))
     assert [type(e).__name__ for e in entries] == ["LegacyBatch", "RecordBatch"]
     assert [r.value for e in entries for r in e.records()] == [b"old", b"new"]
+
+
+def test_payload_framings_real_clients_write():
+    import gzip
+
+    import cramjam
+
+    data = b"kafka " * 5000
+    assert decompress(1, gzip.compress(data[:100]) + gzip.compress(data[100:])) == data  # multi-member gzip
+    streaming = cramjam.zstd.Compressor()  # a zstd frame without content size, as zstd-jni streams write
+    streaming.compress(data)
+    frame = bytes(streaming.finish())
+    assert frame[4] & 0xC0 == 0 and decompress(4, frame) == data
+    assert decompress(2, bytes(cramjam.snappy.compress(data))) == data  # the official snappy framing format
+    with pytest.raises(DecompressionError, match="ends inside"):
+        decompress(1, gzip.compress(data)[:-30])

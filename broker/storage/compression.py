@@ -45,8 +45,7 @@ def decompress(codec: int, payload: bytes | memoryview) -> bytes:
         if codec == Codec.NONE:
             return bytes(payload)
         if codec == Codec.GZIP:
-            # wbits 47: accept gzip or zlib headers, as Java's GZIPInputStream reads gzip.
-            return zlib.decompress(payload, 47)
+            return _gzip(bytes(payload))
         if codec == Codec.SNAPPY:
             return _snappy(bytes(payload))
         if codec == Codec.LZ4:
@@ -59,6 +58,18 @@ def decompress(codec: int, payload: bytes | memoryview) -> bytes:
         name = Codec(codec).name.lower()
         raise DecompressionError(f"{name} payload of {len(payload)} bytes does not decode: {exc}") from exc
     raise DecompressionError(f"unknown compression codec id {codec} (known: 0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd)")
+
+
+def _gzip(data: bytes) -> bytes:
+    # Every member of a multi-member stream, as Java's GZIPInputStream reads them.
+    parts = []
+    while data:
+        member = zlib.decompressobj(47)  # 47: a gzip or zlib header
+        parts.append(member.decompress(data))
+        if not member.eof:
+            raise DecompressionError("gzip payload ends inside a compressed member")
+        data = member.unused_data
+    return b"".join(parts)
 
 
 def _snappy(data: bytes) -> bytes:
