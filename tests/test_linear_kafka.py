@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from checkers.linear.kafka import check_partition, partition_ops
+from checkers.linear.kafka import FINAL_READ, RetryCopy, check_partition, partition_ops
 from checkers.linear.logmodel import Append, LogModel, Read, ReadExact
 from checkers.linear.minimize import minimize
 from checkers.linear.search import check
@@ -75,7 +75,7 @@ def test_translation_of_each_kind_of_op():
         ("final", 14, 15, ReadExact(1, "2-0")),
         ("final", 14, 15, ReadExact(4, "9-9")),
     ]
-    assert ops[0].ref.invoke_index == 0 and ops[0].ref.complete_index == 3
+    assert ops[0].ref is ph.sends[0] and ops[2].ref is ph.polls[0] and ops[3].ref == FINAL_READ
 
 
 def test_final_read_checks_gaps_and_beyond_its_end_only_where_something_was_seen():
@@ -92,9 +92,10 @@ def test_final_read_checks_gaps_and_beyond_its_end_only_where_something_was_seen
 
 def test_non_idempotent_copies_become_optional_appends():
     ph = history(sends=[send(0, "a", 0, 5, offset=3)], final=[(1, "a"), (3, "a")])
-    copies = [o for o in partition_ops(ph, NOT_IDEMPOTENT) if o.ref.copy]
+    copies = [o for o in partition_ops(ph, NOT_IDEMPOTENT) if isinstance(o.ref, RetryCopy)]
     assert [(o.call, o.ret, o.input) for o in copies] == [(0, None, Append(1, "a"))]
-    assert not [o for o in partition_ops(ph, IDEMPOTENT) if o.ref.copy]
+    assert copies[0].ref.send is ph.sends[0]
+    assert not [o for o in partition_ops(ph, IDEMPOTENT) if isinstance(o.ref, RetryCopy)]
 
 
 def test_malformed_ok_send_is_an_actionable_error():

@@ -6,7 +6,10 @@ minimiser and the visual. Pure: Python objects in, a `LinearResult` out.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import chain
+from operator import itemgetter
 from typing import Any
 
 from checkers.linear.logmodel import Append, LogModel, Read, ReadExact
@@ -14,22 +17,21 @@ from checkers.linear.minimize import Counterexample, minimize
 from checkers.linear.model import Op
 from checkers.linear.search import check
 from checkers.linear.visual import render_html
-from checkers.partition import CheckOptions, PartitionHistory, Send
+from checkers.partition import CheckOptions, PartitionHistory, Poll, Send
 
 FINAL_PROCESS = "final"
+FINAL_READ = "final-read"  # the `ref` of the final read's ops
+
+_offset = itemgetter(0)
+_value = itemgetter(1)
 
 
 @dataclass(frozen=True, slots=True)
-class Source:
-    """Where an op of the search came from, for reports."""
+class RetryCopy:
+    """The `ref` of an extra append: another copy of `send`'s value, which a
+    non-idempotent producer's retry may have written."""
 
-    f: str  # "send", "poll" or "final-read"
-    type: str  # the history outcome: "ok" or "info"
-    process: int | str
-    invoke_index: int | None = None
-    complete_index: int | None = None
-    copy: bool = False  # an extra copy of a non-idempotent send (a retry)
-    records: int = 0  # a poll's record count before any projection
+    send: Send
 
 
 @dataclass(slots=True)
@@ -44,7 +46,50 @@ class LinearResult:
 
 
 def partition_ops(ph: PartitionHistory, options: CheckOptions) -> list[Op]:
-    """The log-model ops of one partition history (see the module docstring)."""
+    """The log-model ops of one partition history. Each op's `ref` is the
+    Send or Poll it came from, a RetryCopy, or FINAL_READ."""
+    _validate(ph)
+    ok_polls = [p for p in ph.polls if p.outcome == "ok" and p.records]
+    polled = set(map(tuple, chain.from_iterable(p.records for p in ok_polls)))
+    final = set() if ph.final is None else set(map(tuple, ph.final))
+    seen = polled | final  # (offset, value) pairs read by an ok poll or the final read
+    # value -> an offset it was seen at; values seen at several offsets in `multi`.
+    offset_of = dict(zip(map(_value, seen), map(_offset, seen)))
+    multi: dict[str, set[int]] = {}
+    if len(offset_of) < len(seen):
+        for o, v in seen:
+            if offset_of[v] != o:
+                multi.setdefault(v, {offset_of[v]}).add(o)
+
+    ops: list[Op] = []
+    acked_elsewhere: set[str] = set()
+    for s in ph.sends:
+        if s.outcome == "ok":
+            ops.append(Op(len(ops), s.process, s.invoke_index, s.complete_index,
+                          Append(s.offset, s.value), None, s))
+            if offset_of.get(s.value, s.offset) != s.offset:
+                acked_elsewhere.add(s.value)
+        elif s.outcome == "info" and s.value in offset_of:
+            # It took effect where its value was first seen, or never.
+            first = min(multi[s.value]) if s.value in multi else offset_of[s.value]
+            ops.append(Op(len(ops), s.process, s.invoke_index, None, Append(first, s.value), None, s))
+        # A failed send surely did not happen: no op.
+
+    if not options.idempotent and (multi or acked_elsewhere):
+        _retry_copies(ph, ops, multi, offset_of, set(multi) | acked_elsewhere)
+
+    for p in ok_polls:
+        ops.append(Op(len(ops), p.process, p.invoke_index, p.complete_index,
+                      Read(tuple(map(tuple, p.records))), None, p))
+
+    if ph.final is not None:
+        mentioned = set(map(_offset, polled))
+        mentioned.update(op.input.offset for op in ops if op.input.__class__ is Append)
+        _final_reads(ph, final, mentioned, ops)
+    return ops
+
+
+def _validate(ph: PartitionHistory) -> None:
     where = f"{ph.topic}/{ph.partition}"
     for s in ph.sends:
         if s.outcome == "ok" and (s.offset is None or s.complete_index is None):
@@ -57,82 +102,43 @@ def partition_ops(ph: PartitionHistory, options: CheckOptions) -> list[Op]:
             raise ValueError(f"{where}: the ok poll at history line {p.invoke_index} has no "
                              f"complete_index; an ok poll needs one")
 
-    seen_at: dict[str, set[int]] = {}  # value -> offsets where the final read or an ok poll saw it
-    for o, v in ph.final or ():
-        seen_at.setdefault(v, set()).add(o)
-    for p in ph.polls:
-        if p.outcome == "ok":
-            for o, v in p.records:
-                seen_at.setdefault(v, set()).add(o)
 
-    ops: list[Op] = []
-
-    def add(process: Any, call: int, ret: int | None, inp: Any, source: Source) -> None:
-        ops.append(Op(len(ops), process, call, ret, inp, None, source))
-
-    claimed: dict[str, set[int]] = {}  # value -> offsets some send's append already covers
+def _retry_copies(ph: PartitionHistory, ops: list[Op], multi: dict[str, set[int]],
+                  offset_of: dict[str, int], values: set[str]) -> None:
+    """A non-idempotent producer's retry may write a value again: every offset
+    a value was seen at that none of its sends' appends covers becomes an
+    optional append, callable from when the value's first send began."""
+    covered: dict[str, set[int]] = {}
     first_send: dict[str, Send] = {}
-    for s in ph.sends:
-        if s.outcome == "fail":
-            continue  # surely did not happen
-        first_send.setdefault(s.value, s)
-        if s.outcome == "ok":
-            add(s.process, s.invoke_index, s.complete_index, Append(s.offset, s.value),
-                Source("send", "ok", s.process, s.invoke_index, s.complete_index))
-            claimed.setdefault(s.value, set()).add(s.offset)
-        else:  # info: it took effect where its value was first seen, or never
-            at = seen_at.get(s.value)
-            if at:
-                first = min(at)
-                add(s.process, s.invoke_index, None, Append(first, s.value),
-                    Source("send", "info", s.process, s.invoke_index, s.complete_index))
-                claimed.setdefault(s.value, set()).add(first)
-
-    if not options.idempotent:
-        # A retry may have written a value again: every other offset it was
-        # seen at is an append that may have happened after the send began.
-        for v, offsets in seen_at.items():
-            s = first_send.get(v)
-            if s is None:
-                continue
-            for o in sorted(offsets - claimed.get(v, set())):
-                add(s.process, s.invoke_index, None, Append(o, v),
-                    Source("send", s.outcome, s.process, s.invoke_index, s.complete_index, copy=True))
-
-    for p in ph.polls:
-        if p.outcome == "ok" and p.records:
-            add(p.process, p.invoke_index, p.complete_index, Read(tuple((o, v) for o, v in p.records)),
-                Source("poll", "ok", p.process, p.invoke_index, p.complete_index,
-                       records=len(p.records)))
-
-    if ph.final is not None:
-        _final_reads(ph, ops, add)
-    return ops
+    for op in ops:
+        v = op.input.value
+        if v in values:
+            covered.setdefault(v, set()).add(op.input.offset)
+            if v not in first_send or op.ref.invoke_index < first_send[v].invoke_index:
+                first_send[v] = op.ref
+    for v in sorted(values & first_send.keys()):
+        s = first_send[v]
+        for o in sorted(multi.get(v, {offset_of[v]}) - covered[v]):
+            ops.append(Op(len(ops), s.process, s.invoke_index, None, Append(o, v), None, RetryCopy(s)))
 
 
-def _final_reads(ph: PartitionHistory, ops: list[Op], add: Any) -> None:
+def _final_reads(ph: PartitionHistory, final: set[tuple[int, str]], mentioned: set[int],
+                 ops: list[Op]) -> None:
     """The final read, one ReadExact per offset, after every other op. Offsets
     in gaps that no other op mentions are left out: nothing could ever be
-    appended there, so their ReadExact(None) would hold trivially."""
-    exact: set[tuple[int, str | None]] = {(o, v) for o, v in ph.final}
-    held = {o for o, _ in exact}
+    appended there, so their ReadExact(None) would hold trivially. A complete
+    final read also says nothing lies past its end."""
+    exact: set[tuple[int, str | None]] = set(final)
+    held = set(map(_offset, final))
     last = max(held, default=-1)
-    mentioned: set[int] = set()
-    for op in ops:
-        inp = op.input
-        if isinstance(inp, Append):
-            mentioned.add(inp.offset)
-        else:
-            mentioned.update(o for o, _ in inp.records)
     for o in mentioned - held:
         if o <= last or ph.final_complete:
             exact.add((o, None))
     lines = [i for x in (*ph.sends, *ph.polls) for i in (x.invoke_index, x.complete_index)
              if i is not None]
     call = 1 + max(lines, default=-1)  # after every line of this partition's history
-    source = Source("final-read", "ok", FINAL_PROCESS)
     for o, v in sorted(exact, key=lambda r: (r[0], r[1] is None, r[1] or "")):
-        add(FINAL_PROCESS, call, call + 1, ReadExact(o, v), source)
+        ops.append(Op(len(ops), FINAL_PROCESS, call, call + 1, ReadExact(o, v), None, FINAL_READ))
 
 
 def check_partition(ph: PartitionHistory, options: CheckOptions) -> LinearResult:
@@ -155,37 +161,51 @@ def check_partition(ph: PartitionHistory, options: CheckOptions) -> LinearResult
     return result
 
 
-def describe_with_source(model: LogModel):
+def _origin(op: Op) -> tuple[str, Send | Poll | None, bool]:
+    """(f, the history op, is a retry copy) of a search op."""
+    ref = op.ref
+    if isinstance(ref, RetryCopy):
+        return "send", ref.send, True
+    if isinstance(ref, Send):
+        return "send", ref, False
+    if isinstance(ref, Poll):
+        return "poll", ref, False
+    return FINAL_READ, None, False
+
+
+def describe_with_source(model: LogModel) -> Callable[[Op], str]:
     """Names an op with its model action and where the history has it:
     `append 5='3-1' [send ok 12-15, process 3]`."""
     def describe(op: Op) -> str:
-        src: Source = op.ref
+        f, origin, copy = _origin(op)
         base = model.describe_op(op)
-        if not isinstance(src, Source) or src.f == "final-read":
+        if origin is None:
             return base
-        lines = f"{src.invoke_index}" + ("" if src.complete_index is None else f"-{src.complete_index}")
-        copy = ", a retry's copy" if src.copy else ""
-        return f"{base} [{src.f} {src.type} {lines}, process {src.process}{copy}]"
+        end = "" if origin.complete_index is None else f"-{origin.complete_index}"
+        also = ", a retry's copy" if copy else ""
+        return f"{base} [{f} {origin.outcome} {origin.invoke_index}{end}, process {origin.process}{also}]"
     return describe
 
 
 def counterexample_entry(op: Op, cx: Counterexample) -> dict[str, Any]:
     """One op of a counterexample as JSON: where it came from and what it did.
     Final-read entries carry no invoke_index: they are not history lines."""
-    src: Source = op.ref
-    entry: dict[str, Any] = {"f": src.f, "type": src.type, "process": src.process}
-    if src.f != "final-read":
-        entry["invoke_index"] = src.invoke_index
-        entry["complete_index"] = src.complete_index
+    f, origin, copy = _origin(op)
+    entry: dict[str, Any] = {"f": f}
+    if origin is None:
+        entry.update(type="ok", process=FINAL_PROCESS)
+    else:
+        entry.update(type=origin.outcome, process=origin.process,
+                     invoke_index=origin.invoke_index, complete_index=origin.complete_index)
     inp = op.input
     if isinstance(inp, Read):
         entry["records"] = [list(r) for r in inp.records]
-        if src.records > len(inp.records):
-            entry["records_total"] = src.records
+        if len(origin.records) > len(inp.records):
+            entry["records_total"] = len(origin.records)
     else:
         entry["offset"] = inp.offset
         entry["value"] = inp.value
-    if src.copy:
+    if copy:
         entry["copy"] = True
     entry["description"] = cx.descriptions[op.id]
     return entry

@@ -8,12 +8,13 @@ are the same object (the search compares and hashes states by identity).
 
 Ops (`Op.input`): `Append(offset, value)`, `Read(records)` (a poll: read-only,
 no recency promised), `ReadExact(offset, value | None)` (the final read, one
-offset at a time; None = nothing there).
+offset at a time; None = nothing there). Like `Op`, they are immutable by
+convention, not frozen, for speed.
 """
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from checkers.linear.model import Model, Op
@@ -31,23 +32,18 @@ _ROOT_VALUE = object()
 _MAX_SHOWN = 4  # records of a log or a poll written out in descriptions
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Append:
     offset: int
     value: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Read:
-    records: tuple[tuple[int, str], ...]
-    # The same records, highest offset first: lookups walk the log downwards.
-    descending: tuple[tuple[int, str], ...] = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "descending", tuple(sorted(self.records, reverse=True)))
+    records: tuple[tuple[int, str], ...]  # (offset, value), in the order returned
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ReadExact:
     offset: int
     value: str | None  # None: the log holds nothing at `offset`
@@ -128,10 +124,11 @@ class LogModel(Model[LogNode]):
         if kind is Append:
             return self._child(state, inp.offset, inp.value) if inp.offset > state.offset else None
         if kind is Read:
+            # Highest offset first, each lookup walking on down from the last.
             node = state
-            for offset, value in inp.descending:
-                node = node.find(offset)
-                if node.offset != offset or node.value != value:
+            for offset, value in reversed(inp.records):
+                node = (node if offset <= node.offset else state).find(offset)
+                if node.offset != offset or node.value != value or node.parent is None:
                     return None
             return state
         if kind is ReadExact:

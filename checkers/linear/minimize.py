@@ -31,7 +31,8 @@ class Counterexample:
     states: list[str]  # the state before longest[0], then after each op of longest
     stuck: list[tuple[Op, str]]  # the other ops, each with why it cannot go next
     explanation: str
-    descriptions: dict[int, str]  # op id -> description
+    descriptions: dict[int, str]  # op id -> full description (with its history source)
+    labels: dict[int, str]  # op id -> the model's short description, for bars
     keys: list[Hashable] = field(default_factory=list)  # the footprint keys localised to
     checks: int = 0  # searches the minimiser ran
 
@@ -209,12 +210,13 @@ class _Minimizer:
         text = [f"These {len(ops)} operations admit no linearization against the {model.name} model."]
         if longest:
             text.append("The longest order found: " + "; ".join(map(describe, longest)) + ".")
+            text.append("After it, every operation left is stuck: ")
         else:
-            text.append("No order can even begin.")
-        text.append("Then no operation left can take effect: "
-                    + "; ".join(f"{describe(op)}: {why}" for op, why in stuck) + ".")
+            text.append("No operation can take effect first without blocking another for good: ")
+        text[-1] += "; ".join(f"{describe(op)}: {why}" for op, why in stuck) + "."
         return Counterexample(ops, longest, states, stuck, " ".join(text),
-                              {op.id: describe(op) for op in ops}, list(keys), self.checks)
+                              {op.id: describe(op) for op in ops},
+                              {op.id: model.describe_op(op) for op in ops}, list(keys), self.checks)
 
     def why_stuck(self, state: Any, op: Op, remaining: list[Op]) -> str:
         model, describe = self.model, self.describe

@@ -21,9 +21,11 @@ from typing import Any, Generic, TypeVar
 State = TypeVar("State", bound=Hashable)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Op:
-    """One operation of a history, as the search sees it.
+    """One operation of a history, as the search sees it. Treat it as
+    immutable (it is not frozen only because frozen dataclasses are five times
+    slower to create, and a partition history has 10^5 ops).
 
     `call` and `ret` are positions in real time (history line numbers): `a`
     precedes `b` iff `a.ret < b.call`; equal values overlap, as in Porcupine.

@@ -28,6 +28,7 @@ configurations were explored (an honest "unknown").
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from math import inf
@@ -120,15 +121,12 @@ def _plan(model: Model, ops: Sequence[Op]) -> _Plan:
         n_required=counts[True],
     )
     if model.has_footprint:
-        touching: dict[Any, list[tuple[int, Any]]] = {}
+        touching: defaultdict[Any, list[tuple[int, Any]]] = defaultdict(list)
+        footprint = model.footprint
         for pos, op in enumerate(ordered):
-            for key, demand in model.footprint(op):
-                entry = touching.get(key)
-                if entry is None:
-                    touching[key] = [(pos, demand)]
-                else:
-                    entry.append((pos, demand))
-        plan.touching = touching
+            for key, demand in footprint(op):
+                touching[key].append((pos, demand))
+        plan.touching = dict(touching)
         plan.keys = sorted(touching)
     return plan
 

@@ -13,12 +13,12 @@ from typing import Any
 
 from checkers.linear.minimize import Counterexample
 
-_SLOT = 90  # px per distinct time point
+_SLOT = 120  # px per distinct time point
 _LANE = 44  # px per process lane
 _BAR = 26
 _LEFT = 110  # room for lane names
 _TOP = 34
-_LABEL_CHARS = 34
+_CHAR = 7.3  # px per character of the bar labels' monospace font
 
 _CSS = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 24px; color: #1d1d1f; }
@@ -81,18 +81,17 @@ def _timeline(cx: Counterexample) -> str:
         out.append(f'<text class="tick" x="{x(i):.0f}" y="{_TOP - 14}" text-anchor="middle">{t}</text>')
     for p, i in lane_of.items():
         y = _TOP + i * _LANE
-        out.append(f'<text class="lane" x="8" y="{y + _BAR / 2 + 4:.0f}">process {escape(str(p))}</text>')
+        name = f"process {p}" if isinstance(p, int) else str(p)
+        out.append(f'<text class="lane" x="8" y="{y + _BAR / 2 + 4:.0f}">{escape(name)}</text>')
     for op in cx.ops:
         y = _TOP + lane_of[op.process] * _LANE
         x1 = x(slot[op.call])
         x2 = x(open_end) if op.ret is None else max(x(slot[op.ret]), x1 + 14)
         taken = op.id in order
-        label = cx.descriptions[op.id]
-        short = label if len(label) <= _LABEL_CHARS else label[:_LABEL_CHARS - 1] + "…"
         dash = ' stroke-dasharray="5 3"' if op.ret is None else ""
         ends = f"called {op.call}, " + ("outcome unknown" if op.ret is None else f"returned {op.ret}")
         out.append("<g>")
-        out.append(f"<title>{escape(label)} ({ends})</title>")
+        out.append(f"<title>{escape(cx.descriptions[op.id])} ({ends})</title>")
         out.append(f'<rect x="{x1:.0f}" y="{y}" width="{x2 - x1:.0f}" height="{_BAR}" rx="4" '
                    f'fill="{_FILL_TAKEN if taken else _FILL_STUCK}" stroke="#444"{dash}/>')
         text_x = x1 + 6
@@ -101,10 +100,17 @@ def _timeline(cx: Counterexample) -> str:
             out.append(f'<text x="{x1 + 11:.0f}" y="{y + _BAR / 2 + 4:.0f}" fill="#fff" '
                        f'text-anchor="middle">{order[op.id]}</text>')
             text_x = x1 + 24
-        out.append(f'<text x="{text_x:.0f}" y="{y + _BAR / 2 + 4:.0f}">{escape(short)}</text>')
+        label = _fit(cx.labels[op.id], x2 - text_x - 4)
+        out.append(f'<text x="{text_x:.0f}" y="{y + _BAR / 2 + 4:.0f}">{escape(label)}</text>')
         out.append("</g>")
     out.append("</svg>")
     return "\n".join(out)
+
+
+def _fit(label: str, width: float) -> str:
+    """`label` cut to what fits in `width` px (the tooltip has it whole)."""
+    room = max(int(width / _CHAR), 3)
+    return label if len(label) <= room else label[:room - 1] + "…"
 
 
 def _legend() -> str:
