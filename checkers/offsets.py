@@ -54,6 +54,7 @@ _send_value = attrgetter("value")
 _send_offset = attrgetter("offset")
 _invoke_index = attrgetter("invoke_index")
 _complete_index = attrgetter("complete_index")
+_records = attrgetter("records")
 
 
 @dataclass(slots=True)
@@ -74,7 +75,11 @@ class Observations:
     writer: dict[str, Send]  # value -> the first send of it (any outcome)
     other_writers: dict[str, list[Send]]  # value -> further sends of the same value
     acked: list[Send]  # ok sends with an offset, in history order
-    polled: set[tuple[int, str]]  # distinct (offset, value) pairs returned by ok polls
+    # Ok polls that returned records of this partition, in completion order.
+    reads: list[Poll]
+    # Each distinct (offset, value) an ok poll returned -> completion index of
+    # the first ok poll that returned it.
+    polled: dict[tuple[int, str], int]
     # Sends that may have written (all but `fail`) in invoke order, and the lowest
     # offset holding each one's value (`_landing`; sys.maxsize when unknown).
     writes: list[Send]
@@ -119,8 +124,10 @@ def observe(ph: PartitionHistory) -> Observations:
     and dict operations over the records as they are: a Python-level step per
     record would be the cost of the whole check."""
     acked = [s for s in ph.sends if s.outcome == "ok" and s.offset is not None]
-    polled = set(chain.from_iterable(p.records for p in ph.polls if p.outcome == "ok"))
-    pairs = polled.union(zip(map(_send_offset, acked), map(_send_value, acked)))
+    with_records = compress(ph.polls, map(len, map(_records, ph.polls)))  # most polls are empty here
+    reads = sorted((p for p in with_records if p.outcome == "ok"), key=_complete_index)
+    polled = _first_polls(reads)
+    pairs = polled.keys() | set(zip(map(_send_offset, acked), map(_send_value, acked)))
     final_at: dict[int, str] = {}
     final_reach = -1
     if ph.final is not None:
@@ -149,9 +156,31 @@ def observe(ph: PartitionHistory) -> Observations:
                 other_writers.setdefault(s.value, []).append(s)
     writes = sorted((s for s in ph.sends if s.outcome != "fail"), key=_invoke_index)
     obs = Observations(final_at, final_reach, value_at, multi_values, offset_of, multi_offsets,
-                       writer, other_writers, acked, polled, writes, [])
+                       writer, other_writers, acked, reads, polled, writes, [])
     obs.landings = _landings(obs, writes)
     return obs
+
+
+def _first_polls(reads: list[Poll]) -> dict[tuple[int, str], int]:
+    """(offset, value) -> completion index of the first of `reads` (in completion
+    order) that returned it. Consumers re-read records many times, so this is
+    the one place every polled record is hashed: one C-level dict build, latest
+    poll first so that the earliest one's index is written last."""
+    latest_first = reads[::-1]
+    records = list(map(_records, latest_first))
+    indices = map(repeat, map(_complete_index, latest_first), map(len, records))
+    return dict(zip(chain.from_iterable(records), chain.from_iterable(indices)))
+
+
+def first_poll_of_values(obs: Observations) -> dict[str, int]:
+    """value -> completion index of the first ok poll that returned it (at any offset)."""
+    if not obs.multi_offsets:  # each value at one offset: one polled pair per value
+        return dict(zip(map(_value, obs.polled), obs.polled.values()))
+    first: dict[str, int] = {}
+    for (_, v), i in obs.polled.items():
+        if i < first.get(v, sys.maxsize):
+            first[v] = i
+    return first
 
 
 # --- evidence -------------------------------------------------------------
@@ -329,7 +358,7 @@ def truncated_reads(ph: PartitionHistory, obs: Observations) -> list[Anomaly]:
     naming every poll that returned it."""
     if ph.final is None:
         return []
-    suspects = {(o, v) for o, v in obs.polled.difference(ph.final) if obs.reached(o)}
+    suspects = {(o, v) for o, v in obs.polled.keys() - set(ph.final) if obs.reached(o)}
     if not suspects:
         return []
     found: dict[tuple[int, str], list[Op]] = {}
@@ -413,12 +442,9 @@ def nonmonotonic_sends(ph: PartitionHistory, obs: Observations) -> list[Anomaly]
 def future_reads(ph: PartitionHistory, obs: Observations) -> list[Anomaly]:
     """An ok poll that returned offsets up to m completed before send B was
     invoked, yet B's value sits at some offset b <= m."""
-    polls = sorted((p for p in ph.polls
-                    if p.outcome == "ok" and p.records and p.complete_index is not None),
-                   key=_complete_index)
-    marks = [max(map(_offset, p.records)) for p in polls]
+    marks = [max(map(_offset, records)) for records in map(_records, obs.reads)]
     out = []
-    for poll, m, b_send, b in _overtaken(ph, obs, polls, marks):
+    for poll, m, b_send, b in _overtaken(ph, obs, obs.reads, marks):
         out.append(Anomaly(FUTURE_READ, ph.topic, ph.partition, {
             "value": b_send.value, "offset": b, "send_outcome": b_send.outcome,
             "poll_max_offset": m, **op_refs([poll, b_send]),

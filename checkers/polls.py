@@ -11,13 +11,13 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from itertools import count
-from operator import attrgetter, eq, itemgetter
+from operator import eq, itemgetter
 from typing import Any
 
 from checkers.anomaly import (
     INT_NONMONOTONIC_POLL, INT_POLL_SKIP, NONMONOTONIC_POLL, POLL_SKIP, Anomaly,
 )
-from checkers.offsets import describe, observe, op_refs
+from checkers.offsets import Observations, describe, observe, op_refs
 from checkers.partition import PartitionHistory, Poll, Reset
 
 _offset = itemgetter(0)
@@ -35,46 +35,37 @@ def _skipped(known: Sequence[int], after: int, before: int) -> dict[str, Any] | 
     return {"skipped": list(known[lo:min(hi, lo + MAX_SKIPPED_LISTED)]), "skipped_count": hi - lo}
 
 
-def poll_order(ph: PartitionHistory, known: Sequence[int]) -> list[Anomaly]:
+def poll_order(ph: PartitionHistory, obs: Observations, known: Sequence[int]) -> list[Anomaly]:
     """Compare each ok poll that returned records of this partition with the
     previous such poll of the same process. A `Reset` of the process, or an
     `info` poll (it may have consumed records nobody saw), forgets the previous
-    poll; polls that returned nothing here, and failed polls, are passed over."""
-    resets: dict[int, list[int]] = {}  # process -> history indices of its resets
+    poll; polls that returned nothing here, and failed polls, are passed over.
+    A process has one op in flight, so its polls' completion order (that of
+    `obs.reads`) is its invoke order."""
+    forgets: dict[int, list[int]] = {}  # process -> history indices that forget its position
     for r in ph.resets:
-        resets.setdefault(r.process, []).append(r.index)
-    for indices in resets.values():
+        forgets.setdefault(r.process, []).append(r.index)
+    for p in ph.polls:
+        if p.outcome == "info":
+            forgets.setdefault(p.process, []).append(p.invoke_index)
+    for indices in forgets.values():
         indices.sort()
     out = []
-    for process, polls in _by_process(ph.polls).items():
-        forgets = resets.get(process, [])
-        prev: Poll | None = None
-        for ev in polls:
-            if ev.outcome == "info":
-                prev = None
-                continue
-            if ev.outcome != "ok" or not ev.records:
-                continue
-            if (prev is not None and ev.records[0][0] != prev.records[-1][0] + 1
-                    and not (forgets and _reset_between(forgets, prev, ev))):
-                out.extend(_compare(ph, known, prev, ev))
-            prev = ev
-    out.sort(key=lambda a: a.details["ops"][-1][0])
+    last: dict[int, Poll] = {}
+    for ev in obs.reads:
+        prev = last.get(ev.process)
+        last[ev.process] = ev
+        # Contiguous with the previous poll is the common case: nothing to look up.
+        if prev is None or ev.records[0][0] == prev.records[-1][0] + 1:
+            continue
+        if not _forgotten(forgets.get(ev.process), prev, ev):
+            out.extend(_compare(ph, known, prev, ev))
     return out
 
 
-def _by_process(polls: list[Poll]) -> dict[int, list[Poll]]:
-    """Each process's polls in invoke order."""
-    groups: dict[int, list[Poll]] = {}
-    for p in polls:
-        groups.setdefault(p.process, []).append(p)
-    for group in groups.values():
-        group.sort(key=attrgetter("invoke_index"))
-    return groups
-
-
-def _reset_between(resets: list[int], prev: Poll, ev: Poll) -> bool:
-    return bisect_left(resets, ev.invoke_index) > bisect_right(resets, prev.invoke_index)
+def _forgotten(forgets: list[int] | None, prev: Poll, ev: Poll) -> bool:
+    """Was the position of the process forgotten between `prev` and `ev`?"""
+    return bool(forgets) and bisect_left(forgets, ev.invoke_index) > bisect_right(forgets, prev.invoke_index)
 
 
 def _compare(ph: PartitionHistory, known: Sequence[int], prev: Poll, ev: Poll) -> list[Anomaly]:
@@ -95,12 +86,13 @@ def _compare(ph: PartitionHistory, known: Sequence[int], prev: Poll, ev: Poll) -
                        f"{skipped['skipped_count']} known offset(s) {skipped['skipped']}"})]
 
 
-def internal_poll_order(ph: PartitionHistory, known: Sequence[int]) -> list[Anomaly]:
+def internal_poll_order(ph: PartitionHistory, obs: Observations,
+                        known: Sequence[int]) -> list[Anomaly]:
     """Inside each ok poll's records of this partition: offsets must strictly
     increase and step over no known offset. One anomaly per offending pair."""
     out = []
-    for p in ph.polls:
-        if p.outcome != "ok" or len(p.records) < 2:
+    for p in obs.reads:
+        if len(p.records) < 2:
             continue
         prev = p.records[0][0]
         if all(map(eq, map(_offset, p.records), count(prev))):
@@ -128,7 +120,10 @@ def _internal(ph: PartitionHistory, p: Poll, known: Sequence[int], prev: int,
                        f"{skipped['skipped_count']} known offset(s) {skipped['skipped']}"})]
 
 
-def check_polls(ph: PartitionHistory, known: Sequence[int] | None = None) -> list[Anomaly]:
-    """Both checks; `known` is `observe(ph).known_offsets()` when not given."""
-    known = known if known is not None else observe(ph).known_offsets()
-    return [*poll_order(ph, known), *internal_poll_order(ph, known)]
+def check_polls(ph: PartitionHistory, obs: Observations | None = None,
+                known: Sequence[int] | None = None) -> list[Anomaly]:
+    """Both checks; `obs` is `observe(ph)` and `known` its `known_offsets()`,
+    built here when not given."""
+    obs = obs if obs is not None else observe(ph)
+    known = known if known is not None else obs.known_offsets()
+    return [*poll_order(ph, obs, known), *internal_poll_order(ph, obs, known)]

@@ -14,7 +14,7 @@ from operator import attrgetter, itemgetter
 from typing import TypeVar
 
 from checkers.anomaly import UNSEEN, Anomaly
-from checkers.offsets import describe, op_refs
+from checkers.offsets import Observations, describe, first_poll_of_values, observe, op_refs
 from checkers.partition import PartitionHistory, Poll, Send
 
 MAX_POINTS = 1000
@@ -23,6 +23,7 @@ T = TypeVar("T")
 _value = itemgetter(1)
 _send_value = attrgetter("value")
 _complete_index = attrgetter("complete_index")
+_complete_time = attrgetter("complete_time")
 
 
 @dataclass(slots=True)
@@ -34,13 +35,13 @@ class UnseenResult:
     series: list[list[int]] = field(default_factory=list)
 
 
-def unseen(ph: PartitionHistory, max_points: int = MAX_POINTS) -> UnseenResult:
-    acked = [s for s in ph.sends if s.outcome == "ok" and s.complete_index is not None]
-    polls = sorted((p for p in ph.polls if p.outcome == "ok" and p.complete_index is not None),
-                   key=_complete_index)
-    first_polled: dict[str, int] = {}  # value -> completion index of the first poll of it
-    for p in reversed(polls):  # latest first, so the earliest poll of a value is written last
-        first_polled.update(dict.fromkeys(map(_value, p.records), p.complete_index))
+def unseen(ph: PartitionHistory, obs: Observations | None = None,
+           max_points: int = MAX_POINTS) -> UnseenResult:
+    """`obs` is `observe(ph)`, built here when not given."""
+    obs = obs if obs is not None else observe(ph)
+    acked = [s for s in obs.acked if s.complete_index is not None]
+    first_polled = first_poll_of_values(obs)
+    polls = [p for p in ph.polls if p.outcome == "ok" and p.complete_index is not None]
 
     anomalies = []
     never = [s for s in acked if s.value not in first_polled]
@@ -65,12 +66,11 @@ def _series(acked: list[Send], polls: list[Poll], first_polled: dict[str, int],
     starts = sorted(map(_complete_index, acked))
     firsts = map(first_polled.get, map(_send_value, acked), repeat(sys.maxsize))
     ends = sorted(map(max, map(_complete_index, acked), firsts))
-    events = sorted([*starts, *map(_complete_index, polls)])
+    events = sorted([*starts, *map(_complete_index, polls)])  # two sorted runs: a merge
     sampled = downsample(events, max_points)
-    times = dict.fromkeys(sampled, 0)
-    for op in chain(acked, polls):
-        if op.complete_index in times:
-            times[op.complete_index] = op.complete_time if op.complete_time is not None else op.invoke_time
+    # Ok ops have a completion time (checkers/partition.py).
+    times = dict(zip(map(_complete_index, chain(acked, polls)),
+                     map(_complete_time, chain(acked, polls))))
     return [[times[e], bisect_right(starts, e) - bisect_right(ends, e)] for e in sampled]
 
 

@@ -1,0 +1,121 @@
+"""The whole check of one partition: every offset, poll, replica and unseen
+check, then the linearizability search, gathered into a `PartitionReport`.
+
+This is the one entry point the harness CLI and the Spark pipeline call per
+partition. Which anomalies make a run invalid is the caller's choice;
+`default_invalid` is the documented default (DESIGN.md §3.4).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from operator import attrgetter
+from typing import Any, Literal
+
+from checkers.anomaly import DEFAULT_INVALID, DUPLICATE, NONLINEARIZABLE, Anomaly
+from checkers.offsets import check_offsets, observe
+from checkers.partition import CheckOptions, PartitionHistory
+from checkers.polls import check_polls
+from checkers.replicas import replica_divergence
+from checkers.unseen import unseen
+
+Verdict = bool | Literal["unknown"]
+
+
+def default_invalid(idempotent: bool) -> frozenset[str]:
+    """Anomalies that make a run invalid by default: all but `unseen`, and
+    `duplicate` only when the producer was idempotent."""
+    return DEFAULT_INVALID if idempotent else DEFAULT_INVALID - {DUPLICATE}
+
+
+@dataclass(slots=True)
+class PartitionReport:
+    topic: str
+    partition: int
+    anomalies: list[Anomaly]
+    stats: dict[str, Any]
+    linearizable: bool | None = None  # None: not searched, or the search gave up
+    linear_explored: int = 0
+    counterexample: list[dict] = field(default_factory=list)
+    linear_html: str | None = None
+    # Why this partition's verdict cannot be `valid` even without anomalies.
+    unknown_reasons: list[str] = field(default_factory=list)
+
+    def verdict(self, invalid: frozenset[str]) -> Verdict:
+        """False if an anomaly named in `invalid` was found, else "unknown" if
+        something could not be judged, else True (Jepsen's precedence)."""
+        if any(a.name in invalid for a in self.anomalies):
+            return False
+        return "unknown" if self.unknown_reasons else True
+
+
+def check_partition(ph: PartitionHistory, options: CheckOptions) -> PartitionReport:
+    obs = observe(ph)
+    offsets = check_offsets(ph, obs)
+    not_seen = unseen(ph, obs)
+    anomalies = [
+        *offsets.anomalies,
+        *check_polls(ph, obs, obs.known_offsets()),
+        *replica_divergence(ph),
+        *not_seen.anomalies,
+    ]
+    where = f"{ph.topic}/{ph.partition}"
+    unknown: list[str] = []
+    if ph.final is None:
+        unknown.append(f"no final read of {where}: lost writes and truncated reads "
+                       f"cannot be judged (see the final-read phase in fencepost.log)")
+    elif not ph.final_complete:
+        last = max((o for o, _ in ph.final), default=None)
+        unknown.append(f"the final read of {where} is incomplete (it stopped after offset "
+                       f"{last}): {offsets.unjudged} acked write(s) above it could not be judged")
+
+    report = PartitionReport(ph.topic, ph.partition, anomalies,
+                             _stats(ph, offsets.unjudged, not_seen.anomalies, not_seen.series),
+                             unknown_reasons=unknown)
+    if options.linearizability:
+        _search(ph, options, report)
+    return report
+
+
+def _search(ph: PartitionHistory, options: CheckOptions, report: PartitionReport) -> None:
+    # Imported here: the search is the costly, optional part of a check.
+    from checkers.linear.kafka import check_partition as linear_check
+
+    result = linear_check(ph, options)
+    report.linearizable = result.linearizable
+    report.linear_explored = result.explored
+    report.counterexample = result.counterexample
+    report.linear_html = result.html
+    if result.linearizable is None:
+        report.unknown_reasons.append(
+            f"the linearizability search of {ph.topic}/{ph.partition} gave up after "
+            f"{result.explored} states (budget {options.search_budget}); raise search_budget "
+            f"to decide it")
+    elif result.linearizable is False:
+        ops = [[step["invoke_index"], step.get("complete_index")]
+               for step in result.counterexample if "invoke_index" in step]
+        why = getattr(result, "explanation", "") or (
+            "the counterexample is a set of its ops that admits no such order by itself")
+        report.anomalies.append(Anomaly(NONLINEARIZABLE, ph.topic, ph.partition, {
+            "counterexample": result.counterexample, "explored": result.explored, "ops": ops,
+            "explanation": f"the operations of {ph.topic}/{ph.partition} admit no order "
+                           f"consistent with real time and a single log: {why}"}))
+
+
+def _stats(ph: PartitionHistory, unjudged: int, unseen_anomalies: list[Anomaly],
+           unseen_series: list[list[int]]) -> dict[str, Any]:
+    outcomes = {"ok": 0, "fail": 0, "info": 0}
+    for s in ph.sends:
+        outcomes[s.outcome] += 1
+    polls_ok = [p for p in ph.polls if p.outcome == "ok"]
+    records = sum(map(len, map(attrgetter("records"), polls_ok)))
+    return {
+        "sends_ok": outcomes["ok"], "sends_fail": outcomes["fail"], "sends_info": outcomes["info"],
+        "polls": len(ph.polls), "polls_ok": len(polls_ok),
+        "records_polled": records,
+        "final_length": None if ph.final is None else len(ph.final),
+        "final_complete": ph.final is not None and ph.final_complete,
+        "unjudged": unjudged,
+        "unseen": len(unseen_anomalies),
+        "unseen_in_final": sum(1 for a in unseen_anomalies if a.details["in_final"]),
+        "unseen_series": unseen_series,
+    }

@@ -1,0 +1,174 @@
+"""checkers/check.py: the whole check of one partition — stats, unknown reasons,
+verdicts, the linearizability hand-off — and no false alarm on valid runs."""
+from __future__ import annotations
+
+import sys
+import types
+
+import pytest
+from hypothesis import given, settings
+
+from checkers.anomaly import DUPLICATE, LOST_WRITE, NONLINEARIZABLE, UNSEEN
+from checkers.check import PartitionReport, check_partition, default_invalid
+from checkers.partition import CheckOptions
+from harness.loading import load_run
+from tests.synth import generate as synth
+from tests.synth.strategies import gen_configs
+from tests.test_checkers_support import history, log, names, poll, send
+
+OFFSETS_ONLY = CheckOptions(linearizability=False)
+
+
+def clean_history():
+    return history(
+        sends=[send(0, "a", 0), send(2, "b", 1, process=1), send(4, "c", outcome="fail"),
+               send(6, "d", outcome="info"), send(8, "e", 2)],
+        polls=[poll(10, *log("a", "b")), poll(12, outcome="info"), poll(14)],
+        final=log("a", "b", "e"), replicas={"n1": log("a", "b", "e"), "n2": log("a", "b")},
+        hws={"n1": 3, "n2": 2})
+
+
+def test_a_clean_partition_reports_only_what_was_not_polled():
+    report = check_partition(clean_history(), OFFSETS_ONLY)
+    assert names(report.anomalies) == [UNSEEN]  # "e" was acked, never polled
+    assert report.unknown_reasons == []
+    assert (report.topic, report.partition) == ("fp", 0)
+    assert report.linearizable is None and report.linear_explored == 0
+
+
+def test_stats_count_what_the_partition_did():
+    stats = check_partition(clean_history(), OFFSETS_ONLY).stats
+    assert {k: v for k, v in stats.items() if k != "unseen_series"} == {
+        "sends_ok": 3, "sends_fail": 1, "sends_info": 1, "polls": 3, "polls_ok": 2,
+        "records_polled": 2, "final_length": 3, "final_complete": True, "unjudged": 0,
+        "unseen": 1, "unseen_in_final": 1}
+    assert stats["unseen_series"] == [[10, 1], [30, 2], [90, 3], [110, 1], [150, 1]]
+
+
+def test_missing_final_read_makes_the_partition_unknown():
+    ph = history(sends=[send(0, "a", 0)], final=None)
+    report = check_partition(ph, OFFSETS_ONLY)
+    [reason] = report.unknown_reasons
+    assert "no final read of fp/0" in reason
+    assert report.stats["unjudged"] == 1 and report.stats["final_length"] is None
+    assert report.verdict(default_invalid(False)) == "unknown"
+
+
+def test_incomplete_final_read_makes_the_partition_unknown_and_counts_unjudged():
+    ph = history(sends=[send(0, "a", 0), send(2, "b", 1)], polls=[poll(4, *log("a", "b"))],
+                 final=[(0, "a")], complete=False)
+    report = check_partition(ph, OFFSETS_ONLY)
+    [reason] = report.unknown_reasons
+    assert "incomplete" in reason and "after offset 0" in reason and "1 acked write" in reason
+    assert report.anomalies == []
+    assert report.verdict(default_invalid(False)) == "unknown"
+
+
+def test_an_invalid_anomaly_beats_unknown():
+    ph = history(sends=[send(0, "a", 0), send(2, "b", 1), send(4, "c", 5)],
+                 final=[(0, "a"), (1, "x")], complete=False)
+    report = check_partition(ph, OFFSETS_ONLY)
+    assert LOST_WRITE in names(report.anomalies) and report.unknown_reasons
+    assert report.verdict(default_invalid(False)) is False
+
+
+def test_duplicates_are_invalid_only_for_an_idempotent_producer():
+    ph = history(sends=[send(0, "a", 0)], polls=[poll(2, (0, "a"))], final=log("a", "a"))
+    report = check_partition(ph, OFFSETS_ONLY)
+    assert names(report.anomalies) == [DUPLICATE]
+    assert report.verdict(default_invalid(idempotent=False)) is True
+    assert report.verdict(default_invalid(idempotent=True)) is False
+    assert UNSEEN not in default_invalid(True) and DUPLICATE in default_invalid(True)
+
+
+# --- the linearizability hand-off -------------------------------------------------
+
+
+class _Result:
+    def __init__(self, linearizable, explored, counterexample=(), html=None):
+        self.linearizable, self.explored = linearizable, explored
+        self.counterexample, self.html = list(counterexample), html
+
+
+def _with_search(monkeypatch, result):
+    """Stand in for checkers.linear.kafka to test what check.py does with its
+    answer (the search itself is tested with its own module)."""
+    seen = []
+    module = types.ModuleType("checkers.linear.kafka")
+
+    def check_partition(ph, options):
+        seen.append((ph, options))
+        return result
+    module.check_partition = check_partition
+    monkeypatch.setitem(sys.modules, "checkers.linear.kafka", module)
+    return seen
+
+
+def test_a_failed_search_becomes_one_nonlinearizable_anomaly(monkeypatch):
+    steps = [{"invoke_index": 0, "complete_index": 1, "f": "send"},
+             {"invoke_index": 4, "complete_index": 5, "f": "poll"}]
+    seen = _with_search(monkeypatch, _Result(False, 42, steps, "<svg/>"))
+    ph = clean_history()
+    report = check_partition(ph, CheckOptions())
+    assert seen[0][0] is ph
+    [d] = [a.details for a in report.anomalies if a.name == NONLINEARIZABLE]
+    assert d["counterexample"] == steps and d["explored"] == 42
+    assert d["ops"] == [[0, 1], [4, 5]]
+    assert (report.linearizable, report.linear_explored, report.linear_html) == (False, 42, "<svg/>")
+    assert report.verdict(default_invalid(False)) is False
+
+
+def test_a_search_out_of_budget_makes_the_partition_unknown(monkeypatch):
+    _with_search(monkeypatch, _Result(None, 1000))
+    report = check_partition(clean_history(), CheckOptions(search_budget=1000))
+    assert report.linearizable is None
+    assert any("gave up after 1000 states (budget 1000)" in r for r in report.unknown_reasons)
+    assert NONLINEARIZABLE not in names(report.anomalies)
+
+
+def test_a_linearizable_partition_adds_nothing(monkeypatch):
+    _with_search(monkeypatch, _Result(True, 7))
+    report = check_partition(clean_history(), CheckOptions())
+    assert report.linearizable is True and report.unknown_reasons == []
+    assert report.verdict(default_invalid(False)) is True
+
+
+def test_the_real_search_agrees_on_a_clean_partition():
+    pytest.importorskip("checkers.linear.kafka",
+                        reason="checkers.linear (the linearizability search) is not written yet")
+    report = check_partition(clean_history(), CheckOptions())
+    assert report.linearizable is True
+
+
+def test_report_is_a_dataclass_with_the_public_fields():
+    fields = set(PartitionReport.__dataclass_fields__)
+    assert fields == {"topic", "partition", "anomalies", "stats", "linearizable", "linear_explored",
+                      "counterexample", "linear_html", "unknown_reasons"}
+
+
+# --- no false alarm on valid runs ----------------------------------------------------
+
+def _check_run(run, tmp_path):
+    loaded = load_run(run.write(tmp_path / "run"))
+    return {key[1]: check_partition(ph, OFFSETS_ONLY) for key, ph in loaded.partitions.items()}
+
+
+@settings(max_examples=40, deadline=None)
+@given(config=gen_configs(max_lines=800))
+def test_valid_synthetic_runs_raise_no_false_alarm(config, tmp_path_factory):
+    run = synth.generate(config)
+    tolerated = {UNSEEN} | ({DUPLICATE} if not config.idempotent else set())
+    for partition, report in _check_run(run, tmp_path_factory.mktemp("synth")).items():
+        wrong = [a.to_json() for a in report.anomalies if a.name not in tolerated]
+        assert wrong == [], f"partition {partition}: {wrong[:3]}"
+        assert report.unknown_reasons == []
+
+
+def test_a_large_valid_run_is_valid_in_every_partition(tmp_path):
+    run = synth.generate(synth.GenConfig(seed=3, lines=20_000, idempotent=True, nemesis_rate=0.02,
+                                         p_offset_gap=0.02, dangling=True))
+    reports = _check_run(run, tmp_path)
+    assert len(reports) == 3
+    for report in reports.values():
+        assert report.verdict(default_invalid(idempotent=True)) is True
+        assert report.stats["sends_ok"] > 100 and report.stats["records_polled"] > 100
