@@ -3,7 +3,7 @@
 Modules (one concept each, named after Kafka's):
 - `batch`: RecordBatch v2 header view, CRC-32C, in-place patches, batch splitting;
   `records` (v2 record decoding), `legacy` (v0/v1 messages), `compression` (codecs).
-- `offset_index`, `segment`: a segment file and its sparse `.index`.
+- `offset_index`, `segment`: a segment file and its sparse `.index`; `fileio`: whole pread/pwrite.
 - `log`: `PartitionLog` (UnifiedLog + LogSegments) with recovery, flush modes.
 - `epoch_cache`: `LeaderEpochFileCache`; `producer_state`: idempotent producers;
   `checkpoints`: Kafka's checkpoint files; `manager`: `LogManager` for a data dir.
