@@ -59,10 +59,12 @@ _records = attrgetter("records")
 
 @dataclass(slots=True)
 class Observations:
-    """Every distinct (offset, value) pair of one partition seen by an ack, an ok
-    poll or the final read, indexed both ways. Almost every offset is seen with
-    one value and every value at one offset, so the plain dicts keep one each and
-    the rare exceptions are listed in full in `multi_*`."""
+    """The index of one partition that every check shares, built once by
+    `observe`: each distinct (offset, value) pair seen by an ack, an ok poll or
+    the final read, indexed both ways, plus the ops lists the checks walk.
+    Almost every offset is seen with one value and every value at one offset, so
+    the plain dicts keep one each and the rare exceptions are listed in full in
+    `multi_*`."""
 
     final_at: dict[int, str]  # the final read: offset -> value (the first, if repeated)
     # Highest offset the final read speaks for: sys.maxsize when complete, its
@@ -124,7 +126,8 @@ def observe(ph: PartitionHistory) -> Observations:
     and dict operations over the records as they are: a Python-level step per
     record would be the cost of the whole check."""
     acked = [s for s in ph.sends if s.outcome == "ok" and s.offset is not None]
-    with_records = compress(ph.polls, map(len, map(_records, ph.polls)))  # most polls are empty here
+    # Most polls return nothing of this partition: drop them at C speed first.
+    with_records = compress(ph.polls, map(len, map(_records, ph.polls)))
     reads = sorted((p for p in with_records if p.outcome == "ok"), key=_complete_index)
     polled = _first_polls(reads)
     pairs = polled.keys() | set(zip(map(_send_offset, acked), map(_send_value, acked)))
@@ -212,7 +215,8 @@ def sightings(ph: PartitionHistory, values: set[str] | None = None,
         return []
     found: list[Sighting] = []
     for s in ph.sends:
-        if s.outcome == "ok" and s.offset is not None and (s.value in values or s.offset in offsets):
+        if s.outcome == "ok" and s.offset is not None and (
+                s.value in values or s.offset in offsets):
             found.append(Sighting(s.offset, s.value, "ack", s))
     for p in ph.polls:
         if p.outcome == "ok":
@@ -393,7 +397,7 @@ def _landing(obs: Observations, send: Send) -> int | None:
     return obs.lowest_offset_of(send.value)
 
 
-def _overtaken(ph: PartitionHistory, obs: Observations, earlier: list[Op],
+def _overtaken(obs: Observations, earlier: list[Op],
                marks: list[int]) -> Iterator[tuple[Op, int, Send, int]]:
     """Sweep for the two checks below. `earlier` are ops sorted by completion
     index, `marks[i]` the highest offset `earlier[i]` vouches for. Yields
@@ -430,7 +434,7 @@ def nonmonotonic_sends(ph: PartitionHistory, obs: Observations) -> list[Anomaly]
     at some b <= a (B's ack, or where the final read or an ok poll saw it)."""
     acked = sorted((s for s in obs.acked if s.complete_index is not None), key=_complete_index)
     out = []
-    for a_send, a, b_send, b in _overtaken(ph, obs, acked, [s.offset for s in acked]):
+    for a_send, a, b_send, b in _overtaken(obs, acked, [s.offset for s in acked]):
         out.append(Anomaly(NONMONOTONIC_SEND, ph.topic, ph.partition, {
             "value": b_send.value, "offset": b, "send_outcome": b_send.outcome,
             "earlier_value": a_send.value, "earlier_offset": a, **op_refs([a_send, b_send]),
@@ -444,7 +448,7 @@ def future_reads(ph: PartitionHistory, obs: Observations) -> list[Anomaly]:
     invoked, yet B's value sits at some offset b <= m."""
     marks = [max(map(_offset, records)) for records in map(_records, obs.reads)]
     out = []
-    for poll, m, b_send, b in _overtaken(ph, obs, obs.reads, marks):
+    for poll, m, b_send, b in _overtaken(obs, obs.reads, marks):
         out.append(Anomaly(FUTURE_READ, ph.topic, ph.partition, {
             "value": b_send.value, "offset": b, "send_outcome": b_send.outcome,
             "poll_max_offset": m, **op_refs([poll, b_send]),
@@ -470,7 +474,8 @@ def phantom_reads(ph: PartitionHistory, obs: Observations) -> list[Anomaly]:
     """Values read (ok poll or final read) that no send of this partition wrote."""
     phantoms = obs.offset_of.keys() - obs.writer.keys()
     return _unexplained(ph, obs, phantoms, PHANTOM_READ,
-                        "{v!r} was read at offsets {offsets}, but no send of this partition wrote it")
+                        "{v!r} was read at offsets {offsets}, "
+                        "but no send of this partition wrote it")
 
 
 def _unexplained(ph: PartitionHistory, obs: Observations, values: set[str], name: str,

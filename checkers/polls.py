@@ -65,7 +65,9 @@ def poll_order(ph: PartitionHistory, obs: Observations, known: Sequence[int]) ->
 
 def _forgotten(forgets: list[int] | None, prev: Poll, ev: Poll) -> bool:
     """Was the position of the process forgotten between `prev` and `ev`?"""
-    return bool(forgets) and bisect_left(forgets, ev.invoke_index) > bisect_right(forgets, prev.invoke_index)
+    if not forgets:
+        return False
+    return bisect_left(forgets, ev.invoke_index) > bisect_right(forgets, prev.invoke_index)
 
 
 def _compare(ph: PartitionHistory, known: Sequence[int], prev: Poll, ev: Poll) -> list[Anomaly]:

@@ -31,7 +31,8 @@ def replica_divergence(ph: PartitionHistory) -> list[Anomaly]:
     # if those prefixes are equal lists, only the offsets above need a look.
     cuts = {n: _cut(log, low) for n, log in logs.items()}
     prefixes = [logs[n][:cuts[n]] for n in hw]
-    start = {n: cuts[n] for n in hw} if all(p == prefixes[0] for p in prefixes) else {n: 0 for n in hw}
+    same_prefix = all(p == prefixes[0] for p in prefixes)
+    start = {n: cuts[n] if same_prefix else 0 for n in hw}
     # Each replica's committed records still to compare: offset -> value.
     held = {n: dict(reversed(logs[n][start[n]:_cut(logs[n], hw[n])])) for n in hw}
 

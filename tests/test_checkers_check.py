@@ -85,9 +85,10 @@ def test_duplicates_are_invalid_only_for_an_idempotent_producer():
 
 
 class _Result:
-    def __init__(self, linearizable, explored, counterexample=(), html=None):
+    def __init__(self, linearizable, explored, counterexample=(), html=None, explanation=""):
         self.linearizable, self.explored = linearizable, explored
         self.counterexample, self.html = list(counterexample), html
+        self.explanation = explanation
 
 
 def _with_search(monkeypatch, result):
@@ -107,14 +108,17 @@ def _with_search(monkeypatch, result):
 def test_a_failed_search_becomes_one_nonlinearizable_anomaly(monkeypatch):
     steps = [{"invoke_index": 0, "complete_index": 1, "f": "send"},
              {"invoke_index": 4, "complete_index": 5, "f": "poll"}]
-    seen = _with_search(monkeypatch, _Result(False, 42, steps, "<svg/>"))
+    seen = _with_search(monkeypatch, _Result(False, 42, steps, "<svg/>",
+                                             "a poll read offset 1 before it was written"))
     ph = clean_history()
     report = check_partition(ph, CheckOptions())
     assert seen[0][0] is ph
     [d] = [a.details for a in report.anomalies if a.name == NONLINEARIZABLE]
     assert d["counterexample"] == steps and d["explored"] == 42
     assert d["ops"] == [[0, 1], [4, 5]]
-    assert (report.linearizable, report.linear_explored, report.linear_html) == (False, 42, "<svg/>")
+    assert report.linearizable is False and report.linear_explored == 42
+    assert report.linear_html == "<svg/>"
+    assert d["explanation"].endswith("a poll read offset 1 before it was written")
     assert report.verdict(default_invalid(False)) is False
 
 
@@ -172,3 +176,28 @@ def test_a_large_valid_run_is_valid_in_every_partition(tmp_path):
     for report in reports.values():
         assert report.verdict(default_invalid(idempotent=True)) is True
         assert report.stats["sends_ok"] > 100 and report.stats["records_polled"] > 100
+
+
+# --- planted anomalies are found --------------------------------------------------
+
+plant = pytest.importorskip("tests.synth.plant", reason="the anomaly planters are missing")
+PLANTABLE = sorted(n for n, p in plant.PLANTERS.items() if p.anomaly != NONLINEARIZABLE)
+
+
+@pytest.mark.parametrize("name", PLANTABLE)
+def test_every_planted_anomaly_is_found_where_it_was_planted(name, tmp_path):
+    found_somewhere = False
+    for seed, idempotent in [(1, True), (2, False)]:
+        run = synth.generate(synth.GenConfig(seed=seed, lines=600, idempotent=idempotent))
+        try:
+            planted = plant.plant(name, run, seed)
+        except plant.CannotPlant:
+            continue
+        reports = _check_run(planted.run, tmp_path / f"{seed}")
+        report = reports[planted.partition]
+        found = names(report.anomalies)
+        assert planted.anomaly in found, (planted.details, found)
+        invalid = report.verdict(default_invalid(idempotent)) is False
+        assert invalid == plant.expected_invalid(planted)
+        found_somewhere = True
+    assert found_somewhere, f"{name} could be planted in none of the runs"
