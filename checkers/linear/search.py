@@ -57,22 +57,59 @@ class SearchResult:
     ops: int = 0
 
 
+class _Done:
+    """Which ops are done (linearized, or optional and dead): two bitsets over
+    the ordinals of required and of optional ops, each shifted past its
+    frontier (all ordinals below m, resp. mo, are done)."""
+
+    __slots__ = ("m", "rel", "mo", "relo")
+
+    def __init__(self, m: int = 0, rel: int = 0, mo: int = 0, relo: int = 0) -> None:
+        self.m, self.rel, self.mo, self.relo = m, rel, mo, relo
+
+    def copy(self) -> _Done:
+        return _Done(self.m, self.rel, self.mo, self.relo)
+
+    def has(self, required: bool, k: int) -> bool:
+        if required:
+            return k < self.m or bool((self.rel >> (k - self.m)) & 1)
+        return k < self.mo or bool((self.relo >> (k - self.mo)) & 1)
+
+    def add(self, required: bool, k: int) -> None:
+        if required:
+            rel = self.rel | 1 << (k - self.m)
+            if k == self.m:  # the frontier moves past the run of done ops
+                run = (rel ^ (rel + 1)).bit_length() - 1
+                rel >>= run
+                self.m += run
+            self.rel = rel
+        else:
+            relo = self.relo | 1 << (k - self.mo)
+            if k == self.mo:
+                run = (relo ^ (relo + 1)).bit_length() - 1
+                relo >>= run
+                self.mo += run
+            self.relo = relo
+
+    def key(self, state: Any) -> tuple:
+        return (self.m, self.rel, self.mo, self.relo, state)
+
+
 class _Frame:
     """A configuration on the search stack, with the ops left to try from it."""
 
-    __slots__ = ("m", "rel", "mo", "relo", "state", "next_pos", "window", "cands", "tried",
-                 "lin", "depth")
+    __slots__ = ("done", "state", "next_pos", "window", "cands", "tried", "lin", "depth")
 
-    def __init__(self, m: int, rel: int, mo: int, relo: int, state: Any, next_pos: int,
-                 window: list[int], lin: tuple | None, depth: int) -> None:
-        self.m, self.rel, self.mo, self.relo = m, rel, mo, relo
+    def __init__(self, done: _Done, state: Any, next_pos: int, window: list[int],
+                 lin: tuple | None, depth: int) -> None:
+        self.done = done
         self.state = state
         self.next_pos = next_pos  # ops at positions < next_pos have been invoked
         self.window = window  # positions invoked, not done
-        self.cands: list[int] = []
+        self.cands: list[int] = []  # the window's ops to try, best first
         self.tried = 0
         self.lin = lin  # persistent list: (parent lin, positions linearized here)
-        self.depth = depth
+        self.depth = depth  # ops linearized
 
 
 _DEAD = object()
@@ -192,136 +229,105 @@ class _Search:
         `state`): a new _Frame, _DEAD, _CACHED, or the linearization (a list
         of op ids) if every required op is done."""
         plan = self.plan
-        required, ordinal, ret, call = plan.required, plan.ordinal, plan.ret, plan.call
-        n = len(call)
         if parent is None:
-            m = rel = mo = relo = 0
-            next_pos, window, here = 0, [], []
+            done, next_pos, window, here = _Done(), 0, [], []
         else:
-            m, rel, mo, relo = parent.m, parent.rel, parent.mo, parent.relo
-            next_pos = parent.next_pos
-            k = ordinal[pos]
-            if required[pos]:
-                rel |= 1 << (k - m)
-                if k == m:
-                    t = (rel ^ (rel + 1)).bit_length() - 1
-                    rel >>= t
-                    m += t
-            else:
-                relo |= 1 << (k - mo)
-                if k == mo:
-                    t = (relo ^ (relo + 1)).bit_length() - 1
-                    relo >>= t
-                    mo += t
-            here = [pos]
-            window = parent.window.copy()
+            done = parent.done.copy()
+            done.add(plan.required[pos], plan.ordinal[pos])
+            next_pos, window, here = parent.next_pos, parent.window.copy(), [pos]
             window.remove(pos)
-
-        # Ops made impossible by what this step settled.
-        if self.use_footprint and parent is not None:
-            span = self.model.settled(parent.state, state)
-            if span is not None:
-                keys, touching, contradicts = plan.keys, plan.touching, self.model.contradicts
-                lo = bisect_left(keys, span[0])
-                hi = bisect_right(keys, span[1], lo)
-                marked = False
-                for key in keys[lo:hi]:
-                    for j, demand in touching[key]:
-                        k = ordinal[j]
-                        if required[j]:
-                            if k < m or (rel >> (k - m)) & 1:
-                                continue
-                            if contradicts(state, key, demand):
-                                return _DEAD
-                        elif k >= mo and not (relo >> (k - mo)) & 1 and contradicts(state, key, demand):
-                            relo |= 1 << (k - mo)
-                            if k == mo:
-                                t = (relo ^ (relo + 1)).bit_length() - 1
-                                relo >>= t
-                                mo += t
-                            marked = True
-                if marked:
-                    window = [j for j in window if required[j] or not self._done_opt(j, mo, relo)]
-
-        # Invoke every op called no later than the earliest pending return, then
-        # take every read-only op allowed now; repeat while that moves the bound.
-        read_only, ops, step = plan.read_only, plan.ops, self.step
-        fresh = window
-        while True:
-            bound = min(map(ret.__getitem__, window), default=inf)
-            start = len(window)
-            while next_pos < n and call[next_pos] <= bound:
-                j = next_pos
-                next_pos += 1
-                k = ordinal[j]
-                if required[j]:
-                    window.append(j)  # later required ops are never done yet
-                    if ret[j] < bound:
-                        bound = ret[j]
-                elif not self._done_opt(j, mo, relo):
-                    window.append(j)
-            if fresh is not window:
-                fresh = window[start:]
-            moved = False
-            taken = None
-            for j in fresh:
-                if read_only[j] and step(state, ops[j]) is not None:
-                    taken = [] if taken is None else taken
-                    taken.append(j)
-            if taken is None:
-                break
-            for j in taken:
-                window.remove(j)
-                here.append(j)
-                k = ordinal[j]
-                if required[j]:
-                    rel |= 1 << (k - m)
-                    if k == m:
-                        t = (rel ^ (rel + 1)).bit_length() - 1
-                        rel >>= t
-                        m += t
-                    moved = True
-                else:
-                    relo |= 1 << (k - mo)
-                    if k == mo:
-                        t = (relo ^ (relo + 1)).bit_length() - 1
-                        relo >>= t
-                        mo += t
-            if not moved:
-                break
-            fresh = None  # only newly invoked ops need a look next round
-
-        if self.use_is_dead:
-            is_dead = self.model.is_dead
-            for j in [j for j in window if is_dead(state, ops[j])]:
-                if required[j]:
+            if self.use_footprint:
+                verdict = self._settle(parent.state, state, done)
+                if verdict is _DEAD:
                     return _DEAD
-                window.remove(j)
-                k = ordinal[j]
-                relo |= 1 << (k - mo)
-                if k == mo:
-                    t = (relo ^ (relo + 1)).bit_length() - 1
-                    relo >>= t
-                    mo += t
+                if verdict:  # optional ops died: drop them from the window
+                    window = [j for j in window if not done.has(plan.required[j], plan.ordinal[j])]
+        next_pos = self._advance(state, done, window, next_pos, here)
+        if self.use_is_dead and self._prune(state, done, window) is _DEAD:
+            return _DEAD
 
         lin = (None if parent is None else parent.lin, tuple(here))
-        if m == plan.n_required:
+        if done.m == plan.n_required:
             return self._ids(lin)
-        key = (m, rel, mo, relo, state)
+        key = done.key(state)
         if key in self.cache:
             return _CACHED
         self.cache.add(key)
-        frame = _Frame(m, rel, mo, relo, state, next_pos, window, lin,
+        frame = _Frame(done, state, next_pos, window, lin,
                        (0 if parent is None else parent.depth) + len(here))
+        read_only = plan.read_only
         cands = [j for j in window if not read_only[j]]
         if plan.priority and len(cands) > 1:
             cands.sort(key=plan.priority.__getitem__)
         frame.cands = cands
         return frame
 
-    def _done_opt(self, j: int, mo: int, relo: int) -> bool:
-        k = self.plan.ordinal[j]
-        return k < mo or bool((relo >> (k - mo)) & 1)
+    def _settle(self, before: Any, after: Any, done: _Done) -> Any:
+        """Check every op touching the keys the step settled: _DEAD if a
+        required one can no longer take effect; optional ones that cannot are
+        marked done (then True)."""
+        span = self.model.settled(before, after)
+        if span is None:
+            return False
+        plan, contradicts = self.plan, self.model.contradicts
+        required, ordinal, keys = plan.required, plan.ordinal, plan.keys
+        lo = bisect_left(keys, span[0])
+        hi = bisect_right(keys, span[1], lo)
+        marked = False
+        for key in keys[lo:hi]:
+            for j, demand in plan.touching[key]:
+                req, k = required[j], ordinal[j]
+                if done.has(req, k) or not contradicts(after, key, demand):
+                    continue
+                if req:
+                    return _DEAD
+                done.add(False, k)
+                marked = True
+        return marked
+
+    def _advance(self, state: Any, done: _Done, window: list[int], next_pos: int,
+                 here: list[int]) -> int:
+        """Invoke every op called no later than the earliest pending return,
+        then take every read-only op allowed in `state` (appending them to
+        `here`); repeat while that moves the bound. Returns the new next_pos."""
+        plan, step = self.plan, self.step
+        call, ret, required, ordinal = plan.call, plan.ret, plan.required, plan.ordinal
+        read_only, ops, n = plan.read_only, plan.ops, len(plan.call)
+        to_check = window  # the state changed: every read in the window may now pass
+        while True:
+            bound = min(map(ret.__getitem__, window), default=inf)
+            invoked = len(window)
+            while next_pos < n and call[next_pos] <= bound:
+                j = next_pos
+                next_pos += 1
+                if required[j]:  # a required op not yet invoked is never done
+                    window.append(j)
+                    if ret[j] < bound:
+                        bound = ret[j]
+                elif not done.has(False, ordinal[j]):
+                    window.append(j)
+            if to_check is not window:
+                to_check = window[invoked:]
+            taken = [j for j in to_check if read_only[j] and step(state, ops[j]) is not None]
+            moved = False
+            for j in taken:
+                window.remove(j)
+                here.append(j)
+                done.add(required[j], ordinal[j])
+                moved = moved or required[j]
+            if not moved:
+                return next_pos
+            to_check = None  # only ops invoked from here on need a look
+
+    def _prune(self, state: Any, done: _Done, window: list[int]) -> Any:
+        """Without a footprint: ask is_dead of the window's ops."""
+        plan, is_dead = self.plan, self.model.is_dead
+        for j in [j for j in window if is_dead(state, plan.ops[j])]:
+            if plan.required[j]:
+                return _DEAD
+            window.remove(j)
+            done.add(False, plan.ordinal[j])
+        return None
 
     # --- results -------------------------------------------------------------------------
 
