@@ -49,6 +49,8 @@ class PartitionReport:
 
 
 def check_partition(ph: PartitionHistory, options: CheckOptions) -> PartitionReport:
+    """Every check of docs/CHECKERS.md on one partition, then (if
+    `options.linearizability`) the linearizability search."""
     obs = observe(ph)
     offsets = check_offsets(ph, obs)
     not_seen = unseen(ph, obs)
@@ -61,12 +63,14 @@ def check_partition(ph: PartitionHistory, options: CheckOptions) -> PartitionRep
     where = f"{ph.topic}/{ph.partition}"
     unknown: list[str] = []
     if ph.final is None:
-        unknown.append(f"no final read of {where}: lost writes and truncated reads "
-                       f"cannot be judged (see the final-read phase in fencepost.log)")
+        unknown.append(f"no final read of {where}: {offsets.unjudged} acked write(s) and every "
+                       f"polled record could not be judged (see the final-read phase in "
+                       f"fencepost.log)")
     elif not ph.final_complete:
         last = max((o for o, _ in ph.final), default=None)
-        unknown.append(f"the final read of {where} is incomplete (it stopped after offset "
-                       f"{last}): {offsets.unjudged} acked write(s) above it could not be judged")
+        stopped = "it holds no record" if last is None else f"it stopped after offset {last}"
+        unknown.append(f"the final read of {where} is incomplete ({stopped}): "
+                       f"{offsets.unjudged} acked write(s) above it could not be judged")
 
     report = PartitionReport(ph.topic, ph.partition, anomalies,
                              _stats(ph, offsets.unjudged, not_seen.anomalies, not_seen.series),

@@ -18,7 +18,7 @@ from checkers.anomaly import (
     INT_NONMONOTONIC_POLL, INT_POLL_SKIP, NONMONOTONIC_POLL, POLL_SKIP, Anomaly,
 )
 from checkers.offsets import Observations, describe, observe, op_refs
-from checkers.partition import PartitionHistory, Poll, Reset
+from checkers.partition import PartitionHistory, Poll
 
 _offset = itemgetter(0)
 
