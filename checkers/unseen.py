@@ -10,7 +10,7 @@ import sys
 from bisect import bisect_right
 from dataclasses import dataclass, field
 from itertools import chain, repeat
-from operator import attrgetter, itemgetter
+from operator import attrgetter
 from typing import TypeVar
 
 from checkers.anomaly import UNSEEN, Anomaly
@@ -20,7 +20,6 @@ from checkers.partition import PartitionHistory, Poll, Send
 MAX_POINTS = 1000
 
 T = TypeVar("T")
-_value = itemgetter(1)
 _send_value = attrgetter("value")
 _complete_index = attrgetter("complete_index")
 _complete_time = attrgetter("complete_time")
