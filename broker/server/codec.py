@@ -27,7 +27,8 @@ from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, Fin
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
-from kafka.protocol.schemas.fields.codecs import EncodeBuffer
+from kafka.protocol.schemas.fields.codecs import Bytes, EncodeBuffer, String
+from kafka.protocol.schemas.fields.simple import SimpleField
 
 API_VERSIONS_KEY = 18
 
@@ -126,13 +127,58 @@ def decode_header(frame: bytes) -> tuple[RequestHeader, int]:
 
 
 def decode_body(header: RequestHeader, frame: bytes, pos: int) -> Any:
-    """The request body, decoded with the generated class of its API key and version."""
+    """The request body, decoded with the generated class of its API key and version.
+
+    Raises FrameError when the bytes do not decode, or decode to a null where the
+    schema allows none (the generated decoders accept a null anywhere).
+    """
     request_class = MESSAGE_CLASSES[header.api_key][0]
+    version = header.api_version
     try:
-        return request_class.decode(memoryview(frame)[pos:], version=header.api_version)
+        body = request_class.decode(memoryview(frame)[pos:], version=version)
     except Exception as e:  # the generated decoders raise whatever bad bytes provoke
-        raise FrameError(f"cannot decode {request_class.name} v{header.api_version} body: "
+        raise FrameError(f"cannot decode {request_class.name} v{version} body: "
                          f"{type(e).__name__}: {e}") from None
+    _check_nulls(body, request_class._struct, version, request_class.name)
+    return body
+
+
+# (struct id, version) -> [(field name, kind, nested struct or None)] for fields that may not be null
+_NULL_PLANS: dict[tuple[int, int], list[tuple[str, str, Any]]] = {}
+
+
+def _null_plan(struct: Any, version: int) -> list[tuple[str, str, Any]]:
+    key = (id(struct), version)
+    plan = _NULL_PLANS.get(key)
+    if plan is None:
+        plan = []
+        for f in struct.untagged_fields(version):
+            nullable = f.nullable_for_version_q(version)
+            if f.is_struct_array():
+                plan.append((f.name, "struct-array" if not nullable else "nullable-struct-array", f.array_of))
+            elif f.is_array():
+                if not nullable:
+                    plan.append((f.name, "value", None))
+            elif f.is_struct():
+                plan.append((f.name, "struct" if not nullable else "nullable-struct", f))
+            elif isinstance(f, SimpleField) and (f._type is Bytes or isinstance(f._type, String)) and not nullable:
+                plan.append((f.name, "value", None))
+        _NULL_PLANS[key] = plan
+    return plan
+
+
+def _check_nulls(obj: Any, struct: Any, version: int, path: str) -> None:
+    for name, kind, nested in _null_plan(struct, version):
+        value = getattr(obj, name)
+        if value is None:
+            if kind.startswith("nullable"):
+                continue
+            raise FrameError(f"{path}.{name} is null, which v{version} does not allow")
+        if kind.endswith("struct-array"):
+            for i, item in enumerate(value):
+                _check_nulls(item, nested, version, f"{path}.{name}[{i}]")
+        elif kind.endswith("struct"):
+            _check_nulls(value, nested, version, f"{path}.{name}")
 
 
 def response_class(api_key: int, api_version: int) -> Any:

@@ -107,7 +107,7 @@ class KafkaServer:
         port = c.advertised_port or self.bound[1]
         self.metadata.set_broker(BrokerEndpoint(c.node_id, host, port))
         # Topics are loaded once the broker knows its own endpoint: leaders are this node.
-        self.controller.load(self.log_manager.partitions())
+        self.controller.load({tp: self.log_manager.get(*tp).latest_epoch for tp in self.log_manager.partitions()})
         await self.socket_server.start_serving()
         loop = asyncio.get_running_loop()
         self._tasks.append(loop.create_task(self._periodic_duties()))

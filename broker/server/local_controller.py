@@ -78,8 +78,13 @@ class LocalController:
 
     # startup
 
-    def load(self, partitions_on_disk: list[tuple[str, int]]) -> None:
-        """Read topics.json (and adopt partition directories it does not list), bump epochs, lead everything."""
+    def load(self, partitions_on_disk: dict[tuple[str, int], int]) -> None:
+        """Read topics.json (and adopt partition directories it does not list), bump epochs, lead everything.
+
+        `partitions_on_disk` maps each partition log found to its latest leader epoch: a new
+        epoch is always above both the recorded one and the log's (a log may be newer than
+        topics.json, e.g. when that file was restored or rebuilt).
+        """
         topics: dict[str, TopicMetadata] = {}
         if self.path.exists():
             try:
@@ -102,7 +107,9 @@ class LocalController:
             if index not in t.partitions:
                 t.partitions[index] = PartitionMetadata(index, self.node_id, -1, (self.node_id,), (self.node_id,))
         for name, t in topics.items():
-            bumped = {i: PartitionMetadata(i, self.node_id, p.leader_epoch + 1, p.replicas, p.isr)
+            bumped = {i: PartitionMetadata(i, self.node_id,
+                                           max(p.leader_epoch, partitions_on_disk.get((name, i), -1)) + 1,
+                                           p.replicas, p.isr)
                       for i, p in t.partitions.items()}
             topics[name] = TopicMetadata(t.name, t.topic_id, bumped, t.configs)
         self._save(topics.values())

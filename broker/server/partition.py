@@ -138,6 +138,13 @@ class Partition:
             return True
         return False
 
+    def update_follower_fetch_state(self, replica_id: int, fetch_offset: int) -> None:
+        """A follower's fetch at `fetch_offset` says its log ends there: it may move the high watermark."""
+        state = self._remote.get(replica_id)
+        if state is not None and self.is_leader:
+            state.log_end_offset = fetch_offset
+            self.maybe_increment_high_watermark()
+
     # waiters (long-polling fetches, acks=all appends)
 
     def add_waiter(self, fut: asyncio.Future) -> None:

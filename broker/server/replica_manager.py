@@ -145,14 +145,21 @@ class ReplicaManager:
             if p is None:
                 results.append((req, ReadOutcome(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)))
                 continue
-            # The first partition with data gets at least one batch even over the budget (KIP-74).
-            limit = min(req.max_bytes, budget) if budget < params.max_bytes else req.max_bytes
+            if params.replica_id >= 0:
+                p.update_follower_fetch_state(params.replica_id, req.fetch_offset)
+            first = budget == params.max_bytes
+            limit = min(req.max_bytes, budget)
             try:
                 r = p.read_records(req.fetch_offset, limit, req.current_leader_epoch, req.last_fetched_epoch,
                                    params.fetch_only_committed)
             except Exception:
                 log.exception("read of %s at offset %d failed", req.tp, req.fetch_offset)
                 r = ReadOutcome(ErrorCode.KAFKA_STORAGE_ERROR)
+            if len(r.records) > limit and not first:
+                # Only the first partition with data may go over the budget, by its first batch (KIP-74);
+                # this one waits for the next fetch.
+                r = ReadOutcome(r.error, b"", r.high_watermark, r.last_stable_offset, r.log_start_offset,
+                                r.diverging_epoch)
             budget = max(budget - len(r.records), 0)
             results.append((req, r))
         return results

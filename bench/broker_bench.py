@@ -1,0 +1,134 @@
+"""Benchmark of the own broker with a real client: produce and fetch throughput, produce latency at a fixed rate.
+
+One broker node (`python -m broker serve`, flush os), one partition, 100-byte
+values; a confluent-kafka producer with acks=1 and librdkafka's batching
+defaults sends as fast as it can, then a consumer reads everything back; then a
+producer sends at a fixed 5,000 msgs/s and the latency of each message
+(delivery-report time minus produce() call time) is summarised.
+
+Run: python bench/broker_bench.py [--messages 500000] [--rate 5000] [--seconds 10] [--partitions 1]
+Prints figures; asserts nothing. Targets on the project's 2-core machine:
+>= 50,000 msgs/s produce, >= 100,000 msgs/s fetch, p99 <= 20 ms at 5,000 msgs/s.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+
+from tests.broker_support import start_broker  # noqa: E402
+
+VALUE_BYTES = 100
+
+
+def create_topic(bootstrap: str, name: str, partitions: int) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # must outlive the future
+    futures = admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])
+    futures[name].result(10)
+
+
+def produce_throughput(bootstrap: str, topic: str, count: int) -> float:
+    value = b"v" * VALUE_BYTES
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "1", "queue.buffering.max.messages": 1_000_000})
+    failures = []
+    start = time.perf_counter()
+    for _ in range(count):
+        while True:
+            try:
+                p.produce(topic, value, on_delivery=lambda err, _m: err and failures.append(err))
+                break
+            except BufferError:
+                p.poll(0.001)
+    left = p.flush(120)
+    elapsed = time.perf_counter() - start
+    if left or failures:
+        raise SystemExit(f"produce failed: {left} left in queue, {len(failures)} errors, e.g. {failures[:1]}")
+    return elapsed
+
+
+def fetch_throughput(bootstrap: str, topic: str, partitions: int, count: int) -> float:
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False,
+                  "fetch.wait.max.ms": 100})
+    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    got = 0
+    start = time.perf_counter()
+    deadline = start + 300
+    while got < count and time.perf_counter() < deadline:
+        for m in c.consume(10_000, timeout=1):
+            if m.error() is None:
+                got += 1
+    elapsed = time.perf_counter() - start
+    c.close()
+    if got < count:
+        raise SystemExit(f"fetched only {got} of {count} messages")
+    return elapsed
+
+
+def latency_at_rate(bootstrap: str, topic: str, rate: int, seconds: float) -> list[float]:
+    value = b"l" * VALUE_BYTES
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "1"})
+    p.produce(topic, value)  # connect and fetch metadata before measuring
+    p.flush(10)
+    latencies: list[float] = []
+    total = int(rate * seconds)
+    start = time.perf_counter()
+    sent = 0
+    while sent < total:
+        due = min(int((time.perf_counter() - start) * rate) + 1, total)
+        while sent < due:
+            t0 = time.perf_counter()
+            p.produce(topic, value, on_delivery=lambda err, _m, t0=t0: err is None and latencies.append(
+                time.perf_counter() - t0))
+            sent += 1
+        p.poll(0.0002)
+    p.flush(30)
+    if len(latencies) != total:
+        raise SystemExit(f"only {len(latencies)} of {total} latency samples were delivered")
+    return latencies
+
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    return sorted_values[min(int(q * len(sorted_values)), len(sorted_values) - 1)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--messages", type=int, default=500_000)
+    parser.add_argument("--rate", type=int, default=5_000, help="msgs/s for the latency run")
+    parser.add_argument("--seconds", type=float, default=10)
+    parser.add_argument("--partitions", type=int, default=1)
+    parser.add_argument("--flush", default="os", choices=("os", "fsync", "lazy"))
+    args = parser.parse_args(argv)
+
+    work = Path(tempfile.mkdtemp(prefix="broker-bench-"))
+    broker = start_broker(work / "data", extra_args=("--flush", args.flush))
+    print(f"broker pid {broker.pid} on {broker.bootstrap}, flush {args.flush}, data in {work}")
+    try:
+        create_topic(broker.bootstrap, "bench", args.partitions)
+        mb = args.messages * VALUE_BYTES / 1e6
+        elapsed = produce_throughput(broker.bootstrap, "bench", args.messages)
+        print(f"produce  acks=1 {args.messages:>9,} msgs x {VALUE_BYTES} B in {elapsed:6.2f} s: "
+              f"{args.messages / elapsed:>9,.0f} msgs/s {mb / elapsed:7.1f} MB/s")
+        elapsed = fetch_throughput(broker.bootstrap, "bench", args.partitions, args.messages)
+        print(f"fetch           {args.messages:>9,} msgs x {VALUE_BYTES} B in {elapsed:6.2f} s: "
+              f"{args.messages / elapsed:>9,.0f} msgs/s {mb / elapsed:7.1f} MB/s")
+        create_topic(broker.bootstrap, "latency", 1)
+        lat = sorted(latency_at_rate(broker.bootstrap, "latency", args.rate, args.seconds))
+        print(f"latency  acks=1 at {args.rate:,} msgs/s for {args.seconds:g} s ({len(lat):,} msgs): "
+              f"p50 {percentile(lat, 0.5) * 1000:.2f} ms, p99 {percentile(lat, 0.99) * 1000:.2f} ms, "
+              f"max {lat[-1] * 1000:.2f} ms, mean {statistics.fmean(lat) * 1000:.2f} ms")
+    finally:
+        broker.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

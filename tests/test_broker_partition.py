@@ -1,0 +1,117 @@
+"""Unit tests of Partition and ReplicaManager on real partition logs: epochs, fencing, HW, acks=all waits, long polls."""
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from broker.server.errors import ErrorCode
+from broker.server.partition import TopicPartition
+from broker.server.replica_manager import FetchParams, FetchPartitionRequest, ReplicaManager
+from broker.storage import LogManager
+from tests.broker_support import make_batch, read_records
+
+TP = TopicPartition("t", 0)
+
+
+@pytest.fixture
+def replicas(tmp_path):
+    manager = LogManager(tmp_path / "data")
+    yield ReplicaManager(1, manager)
+    manager.close()
+
+
+def test_epoch_starts_at_the_log_end_and_fences_requests(replicas):
+    p = replicas.make_leader(TP, 0, [1], [1])
+    assert p.append_records_as_leader(make_batch([b"a", b"b"]), 1, 1).last_offset == 1
+    p = replicas.make_leader(TP, 3, [1], [1])
+    p.append_records_as_leader(make_batch([b"c"]), 1, 1)
+    assert p.log.epoch_cache.epoch_entries() == [(0, 0), (3, 2)]
+    assert [p.check_leader_epoch(e) for e in (-1, 2, 3, 4)] == [
+        ErrorCode.NONE, ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.NONE, ErrorCode.UNKNOWN_LEADER_EPOCH]
+    assert p.read_records(0, 1 << 20, 2, -1, True).error is ErrorCode.FENCED_LEADER_EPOCH
+    assert [(o, e) for o, _, e in read_records(p.read_records(0, 1 << 20, 3, -1, True).records)] == [
+        (0, 0), (1, 0), (2, 3)]
+    end = p.last_offset_for_leader_epoch(-1, 0)
+    assert (end.error, end.leader_epoch, end.end_offset) == (ErrorCode.NONE, 0, 2)
+    assert p.last_offset_for_leader_epoch(1, 0).error is ErrorCode.FENCED_LEADER_EPOCH
+
+
+def test_high_watermark_is_the_min_log_end_over_the_isr(replicas):
+    p = replicas.make_leader(TP, 0, [1, 2], [1, 2])
+    assert p.append_records_as_leader(make_batch([b"a", b"b", b"c"]), -1, 2).error is ErrorCode.NONE
+    assert p.high_watermark == 0
+    consumer = p.read_records(0, 1 << 20, -1, -1, fetch_only_committed=True)
+    follower = p.read_records(0, 1 << 20, -1, -1, fetch_only_committed=False)
+    assert consumer.records == b"" and len(read_records(follower.records)) == 3
+    p.update_follower_fetch_state(2, 2)
+    assert p.high_watermark == 2
+    p.update_follower_fetch_state(2, 3)
+    assert p.high_watermark == 3
+    p.update_follower_fetch_state(9, 0)  # not a replica: ignored
+    assert p.high_watermark == 3
+
+
+def test_acks_all_refused_below_min_insync_replicas(replicas):
+    p = replicas.make_leader(TP, 0, [1, 2], [1])
+    refused = p.append_records_as_leader(make_batch([b"a"]), -1, 2)
+    assert refused.error is ErrorCode.NOT_ENOUGH_REPLICAS and "min.insync.replicas=2" in refused.message
+    assert p.log.log_end_offset == 0
+    assert p.append_records_as_leader(make_batch([b"a"]), 1, 2).error is ErrorCode.NONE
+
+
+def test_diverging_epoch_for_a_fetcher_ahead_of_the_leader(replicas):
+    p = replicas.make_leader(TP, 1, [1], [1])
+    p.append_records_as_leader(make_batch([b"a", b"b"]), 1, 1)
+    p = replicas.make_leader(TP, 2, [1], [1])
+    p.append_records_as_leader(make_batch([b"c"]), 1, 1)
+    # a fetcher that wrote 5 records in epoch 1 learns that epoch 1 ended at offset 2 here
+    r = p.read_records(5, 1 << 20, -1, 1, fetch_only_committed=False)
+    assert r.error is ErrorCode.NONE and r.diverging_epoch == (1, 2) and r.records == b""
+    assert p.read_records(2, 1 << 20, -1, 1, fetch_only_committed=False).diverging_epoch is None
+
+
+def test_acks_all_waits_for_the_followers_and_times_out(replicas):
+    async def scenario():
+        p = replicas.make_leader(TP, 0, [1, 2], [1, 2])
+        append = asyncio.ensure_future(replicas.append_records(-1, 10_000, {TP: make_batch([b"a"])}, lambda t: 1))
+        await asyncio.sleep(0.01)
+        assert not append.done()  # follower 2 has not fetched the batch yet
+        p.update_follower_fetch_state(2, 1)
+        result = (await append)[TP]
+        assert result.error is ErrorCode.NONE and result.base_offset == 0
+        late = await replicas.append_records(-1, 50, {TP: make_batch([b"b"])}, lambda t: 1)
+        assert late[TP].error is ErrorCode.REQUEST_TIMED_OUT
+    asyncio.run(scenario())
+
+
+def test_long_poll_returns_when_data_arrives(replicas):
+    async def scenario():
+        p = replicas.make_leader(TP, 0, [1], [1])
+        params = FetchParams(replica_id=-1, max_wait_ms=60_000, min_bytes=1, max_bytes=1 << 20)
+        poll = asyncio.ensure_future(replicas.fetch_messages(params, [FetchPartitionRequest(TP, 0, 1 << 20)]))
+        await asyncio.sleep(0.01)
+        assert not poll.done()
+        p.append_records_as_leader(make_batch([b"x"]), 1, 1)
+        (req, result), = await asyncio.wait_for(poll, 5)
+        assert read_records(result.records)[0][1] == b"x" and result.high_watermark == 1
+        assert p._waiters == set()  # no waiter left behind
+        empty = await replicas.fetch_messages(FetchParams(-1, 20, 1, 1 << 20), [FetchPartitionRequest(TP, 1, 100)])
+        assert empty[0][1].records == b"" and empty[0][1].error is ErrorCode.NONE
+    asyncio.run(scenario())
+
+
+def test_fetch_max_bytes_budget_across_partitions(replicas):
+    tps = [TopicPartition("t", i) for i in range(3)]
+    for tp in tps:
+        p = replicas.make_leader(tp, 0, [1], [1])
+        for _ in range(4):
+            p.append_records_as_leader(make_batch([b"v" * 1000]), 1, 1)
+    one_batch = len(make_batch([b"v" * 1000]))
+    params = FetchParams(-1, 0, 1, max_bytes=2 * one_batch)
+    results = replicas.read_from_local_log(params, [FetchPartitionRequest(tp, 0, 1 << 20) for tp in tps])
+    sizes = [len(r.records) for _, r in results]
+    assert sizes[0] == 2 * one_batch and sizes[1:] == [0, 0]
+    big_first = replicas.read_from_local_log(FetchParams(-1, 0, 1, max_bytes=10),
+                                             [FetchPartitionRequest(tps[0], 0, 10)])
+    assert len(big_first[0][1].records) == one_batch  # the first batch always comes whole (KIP-74)
