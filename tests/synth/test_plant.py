@@ -14,6 +14,7 @@ from checkers import anomaly as A
 from tests.synth.edit import acked_sends, insert_record, move_after, ok_polls, pair_ops
 from tests.synth.generate import GenConfig, generate
 from tests.synth.plant import PLANTERS, CannotPlant, expected_invalid, plant
+from tests.synth.run import SynthRun
 from tests.synth.strategies import gen_configs
 from tests.synth.wellformed import history_problems, validity_problems
 
@@ -42,7 +43,7 @@ def test_planted_runs_are_well_formed_and_really_changed(name, config, seed):
         assert problems, f"{name}: the planted run still looks valid: {planted.details}"
 
 
-def _base() -> "SynthRun":  # noqa: F821
+def _base() -> SynthRun:
     return generate(GenConfig(seed=21, lines=3_000, idempotent=False, p_offset_gap=0.03))
 
 
