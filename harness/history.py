@@ -197,12 +197,15 @@ class HistoryWriter:
             self._dirty.wait()
             if self._closing.is_set():
                 return  # close() does the last fsync
-            self._closing.wait(FSYNC_DELAY)  # let more lines gather; close() cuts it short
+            if self._closing.wait(FSYNC_DELAY):  # let more lines gather
+                return  # closing: close() does the last fsync
             self._dirty.clear()
             try:
                 os.fsync(fd)
             except OSError as e:  # reported by the next append
                 self._flush_error = e
+                return
+            if self._closing.is_set():  # close() may have set _dirty before our clear()
                 return
 
 
@@ -343,23 +346,26 @@ class HistoryReader:
                                 or type(v.get("partition")) is not int
                                 or type(v.get("value")) is not str):
                             held = _check_send(v)
-                            continue
-                        if ty == "ok":
+                        elif ty == "ok":
                             epoch = v.get("leader_epoch")
                             if (type(v.get("offset")) is not int
                                     or (epoch is not None and type(epoch) is not int)):
                                 held = _check_send_ok(v)
-                                continue
                     else:
                         check = value_checks.get((f, ty))
                         if check is not None:
                             held = check(v)
-                            if held is not None:
-                                continue
                         elif f not in CLIENT_FS and f not in unknown_fs:
                             unknown_fs.add(f)
                             problems.warning(f"{where}:{index + 1}: client f {f!r} is not one of "
                                              f"{', '.join(CLIENT_FS)}: its ops are kept but not checked")
+                    if held is not None:
+                        if ty != "invoke" and p in pending:
+                            # A completion we cannot read: the outcome is unknown.
+                            invoke = pending.pop(p)
+                            if pair:
+                                yield _unfinished(p, invoke)
+                        continue
                     if ty == "invoke":
                         previous = pending.get(p)
                         if previous is not None:
