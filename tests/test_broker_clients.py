@@ -209,6 +209,7 @@ def test_lazy_mode_kill9_loses_only_the_unflushed_tail(tmp_path):
         assert len(records) == 300
         again = produce(b.bootstrap, "lazy", ["c0"], acks="all")
         assert again["c0"] == (0, 300)  # the log continues right after the surviving prefix
+        assert "Traceback" not in b.log_text() and " ERROR " not in b.log_text()
     finally:
         b.stop()
 
@@ -258,3 +259,51 @@ def test_two_brokers_cannot_share_a_data_dir(broker: BrokerProcess, tmp_path):
     with pytest.raises(RuntimeError, match="in use by another broker"):
         start_broker(broker.data_dir, log_file=tmp_path / "second.log", timeout=10)
     assert broker.alive()
+
+
+@pytest.mark.slow
+def test_clients_ride_through_a_kill_and_restart(broker):
+    """A producer (idempotent, acks=all) and a consumer keep running while the broker is killed and restarted:
+    every acked value is read once, at its acked offset, and records written after the restart carry epoch 1."""
+    create_topic(broker.bootstrap, "ride")
+    acked: dict[bytes, int] = {}
+    errors: list[str] = []
+    seen: dict[bytes, list[tuple[int, int | None]]] = {}
+    p = Producer({"bootstrap.servers": broker.bootstrap, "acks": "all", "enable.idempotence": True,
+                  "linger.ms": 1, "message.timeout.ms": 30000})
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "ride", "enable.auto.commit": False})
+    c.assign([TopicPartition("ride", 0, 0)])
+
+    def on_delivery(err, msg):
+        if err is not None:
+            errors.append(str(err))
+        else:
+            acked[msg.value()] = msg.offset()
+
+    def consume(timeout: float) -> None:
+        for m in c.consume(500, timeout=timeout):
+            if m.error():
+                errors.append(str(m.error()))
+            else:
+                seen.setdefault(m.value(), []).append((m.offset(), m.leader_epoch()))
+
+    sent = 0
+    for phase in ("before", "after"):
+        phase_end = time.monotonic() + 2
+        while time.monotonic() < phase_end:
+            p.produce("ride", b"%d" % sent, on_delivery=on_delivery)
+            sent += 1
+            p.poll(0)
+            consume(0.001)
+        if phase == "before":
+            broker.kill()
+            time.sleep(0.5)  # clients keep producing into their queues and retrying meanwhile
+            broker.restart()
+    assert p.flush(30) == 0
+    wait_until(lambda: consume(0.2) or len(seen) >= len(acked), timeout=20, what="every acked value consumed")
+    c.close()
+    assert not errors, errors[:5]
+    assert len(acked) == sent
+    assert all(len(v) == 1 for v in seen.values()), "a value consumed twice"
+    assert {v: found[0][0] for v, found in seen.items()} == acked
+    assert {epoch for found in seen.values() for _, epoch in found} == {0, 1}
