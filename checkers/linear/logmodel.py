@@ -102,6 +102,7 @@ class LogModel(Model[LogNode]):
     old records but never records the log does not hold at that moment."""
 
     name = "log"
+    strict_priority = True  # appends take effect in increasing offset order
 
     def __init__(self) -> None:
         self._root = LogNode(None, -1, _ROOT_VALUE)
@@ -227,7 +228,7 @@ class LogModel(Model[LogNode]):
 
     def priority(self, op: Op) -> Any:
         inp = op.input
-        return inp.offset if isinstance(inp, (Append, ReadExact)) else 0
+        return inp.offset if isinstance(inp, (Append, ReadExact)) else 0  # only appends are tried
 
     # --- minimisation ------------------------------------------------------------------
 

@@ -40,9 +40,10 @@ class Counterexample:
 def minimize(model: Model, ops: Sequence[Op], budget: int = DEFAULT_BUDGET,
              deepest: Deepest | None = None,
              describe: Callable[[Op], str] | None = None) -> Counterexample | None:
-    """A 1-minimal non-linearizable subset of `ops` (which must not be
-    linearizable), explained. None if a search needed to show that ran out of
-    `budget`. `deepest` (from the failed search) speeds up localisation;
+    """A 1-minimal non-linearizable subset of `ops`, explained. Passing
+    `deepest` (from a failed search of `ops`) says they are known not to be
+    linearizable and where the search got stuck; without it, they are searched
+    first, and None is returned if they are linearizable or the budget ran out.
     `describe` names ops in reports (default: the model's describe_op)."""
     return _Minimizer(model, budget, describe or model.describe_op).run(list(ops), deepest)
 
@@ -62,8 +63,12 @@ class _Minimizer:
         return check(self.model, ops, self.budget).linearizable is False
 
     def run(self, ops: list[Op], deepest: Deepest | None) -> Counterexample | None:
-        if not self.fails(ops):
-            return None
+        if deepest is None:  # not told it fails: find out (and where)
+            self.checks += 1
+            found = check(self.model, ops, self.budget)
+            if found.linearizable is not False:
+                return None
+            deepest = found.deepest
         keys: list[Hashable] = []
         if self.model.can_project and self.model.has_footprint:
             ops, keys = self.localise(ops, deepest)

@@ -101,6 +101,12 @@ class Model(Generic[State]):
         (lowest first). A heuristic only; the default keeps call order."""
         return 0
 
+    # True promises more: once an op that is not read-only has taken effect, no
+    # such op of lower or equal priority ever can (the log: appends go up in
+    # offset). The search then never tries an op while a required one of lower
+    # or equal priority is still pending.
+    strict_priority = False
+
     # --- minimisation (optional) ----------------------------------------------
 
     def provides(self, op: Op) -> Iterable[Hashable]:

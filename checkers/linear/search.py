@@ -17,6 +17,9 @@ ops before the first return entry in Wing & Gong's list). On top of that:
   With a model `footprint`, every op touching keys a step settled is checked,
   wherever it lies in the history; otherwise `is_dead` is asked of the ops
   that could take effect next.
+- Candidates are tried by `Model.priority`; a model whose priority is a
+  strict order of its state-changing ops (the log's offsets) lets the search
+  skip every op that would overtake a pending required one.
 - Memo key: (m, required >> m, mo, optional >> mo, state), where m is the
   number of leading required ops (in call order) all done and the bitsets hold
   the rest; optional ops have their own bitset and frontier `mo`, so one that
@@ -182,6 +185,7 @@ class _Search:
         self.step = model.step
         self.use_footprint = model.has_footprint
         self.use_is_dead = model.has_is_dead and not model.has_footprint
+        self.strict = model.strict_priority
         self.cache: set[tuple] = set()
         self.best: _Frame | None = None
 
@@ -259,8 +263,25 @@ class _Search:
         cands = [j for j in window if not read_only[j]]
         if plan.priority and len(cands) > 1:
             cands.sort(key=plan.priority.__getitem__)
+            if self.strict:
+                cands = self._viable(cands)
         frame.cands = cands
         return frame
+
+    def _viable(self, cands: list[int]) -> list[int]:
+        """Under a strict priority: the ops that can go before the first
+        required one, and that one (unless another required op ties with it,
+        when nothing can go)."""
+        priority, required = self.plan.priority, self.plan.required
+        first = next((j for j in cands if required[j]), None)
+        if first is None:
+            return cands
+        p = priority[first]
+        viable = [j for j in cands if priority[j] < p]
+        tied = [j for j in cands if priority[j] == p and required[j]]
+        if len(tied) == 1:
+            viable.append(first)
+        return viable
 
     def _settle(self, before: Any, after: Any, done: _Done) -> Any:
         """Check every op touching the keys the step settled: _DEAD if a
