@@ -20,8 +20,9 @@ from struct import unpack_from
 
 log = logging.getLogger("broker.network")
 
-# Stop reading from a client that has this many requests waiting to be handled.
+# Stop reading from a client that has this many requests (or bytes of them) waiting to be handled.
 MAX_QUEUED_REQUESTS = 64
+MAX_QUEUED_BYTES = 16 << 20
 WRITE_HIGH_WATER = 4 << 20
 
 
@@ -49,6 +50,7 @@ class KafkaConnection(asyncio.Protocol):
         self._buffer = bytearray()
         self._need = 4  # bytes the buffer must hold before the next frame can be cut
         self._queue: deque[bytes] = deque()
+        self._queued_bytes = 0
         self._worker: asyncio.Task | None = None
         self._reading_paused = False
         self._writable: asyncio.Future | None = None
@@ -92,13 +94,15 @@ class KafkaConnection(asyncio.Protocol):
                 self._need = size + 4
                 break
             self._queue.append(bytes(buf[start + 4:start + 4 + size]))
+            self._queued_bytes += size
             start += 4 + size
         else:
             self._need = 4
         if start:
             del buf[:start]
         if self._queue:
-            if len(self._queue) >= MAX_QUEUED_REQUESTS and not self._reading_paused:
+            if (len(self._queue) >= MAX_QUEUED_REQUESTS or self._queued_bytes >= MAX_QUEUED_BYTES) \
+                    and not self._reading_paused:
                 self._reading_paused = True
                 self._transport.pause_reading()
             if self._worker is None:
@@ -127,7 +131,9 @@ class KafkaConnection(asyncio.Protocol):
         try:
             while self._queue and not self._closed:
                 frame = self._queue.popleft()
-                if self._reading_paused and len(self._queue) < MAX_QUEUED_REQUESTS // 2:
+                self._queued_bytes -= len(frame)
+                if self._reading_paused and len(self._queue) < MAX_QUEUED_REQUESTS // 2 \
+                        and self._queued_bytes < MAX_QUEUED_BYTES // 2:
                     self._reading_paused = False
                     self._transport.resume_reading()
                 try:
@@ -152,6 +158,7 @@ class KafkaConnection(asyncio.Protocol):
         if not self._closed:
             self._closed = True
             self._queue.clear()
+            self._queued_bytes = 0
             if self._transport is not None:
                 self._transport.close()
 

@@ -5,18 +5,18 @@ the leader and its epoch, the replica set and the ISR, each replica's log end
 offset as last known, and the high watermark = min LEO over the ISR. It checks
 a client's current leader epoch (KIP-320: FENCED_LEADER_EPOCH when the client's
 is older, UNKNOWN_LEADER_EPOCH when newer) and refuses acks=all appends while
-the ISR is smaller than min.insync.replicas. Waiters on new data are woken when
-the high watermark (or, for followers, the log end) moves.
+the ISR is smaller than min.insync.replicas. Waiters on new data (long-polling
+fetches, acks=all appends) are woken when the log end or the high watermark moves.
 On one node the ISR is {self} and the high watermark follows the log end offset.
 """
 from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from .errors import ErrorCode, error_code_for_name
-from .log_backend import OffsetOutOfRange
+from .log_backend import OffsetOutOfRange, PartitionLog
 from .record_batches import iter_batch_headers
 
 
@@ -76,7 +76,7 @@ class ReplicaState:
 class Partition:
     tp: TopicPartition
     local_node: int
-    log: Any  # broker.storage.log.PartitionLog
+    log: PartitionLog
     leader_id: int = -1
     leader_epoch: int = NO_EPOCH
     replicas: tuple[int, ...] = ()
@@ -172,8 +172,8 @@ class Partition:
         if result.error is not None:
             return AppendOutcome(error_code_for_name(result.error), message=result.error_message or result.error,
                                  log_start_offset=self.log.log_start_offset)
-        if not result.duplicate:
-            self.maybe_increment_high_watermark()
+        if not result.duplicate and not self.maybe_increment_high_watermark():
+            self._wake()  # followers read up to the log end, which moved
         return AppendOutcome(ErrorCode.NONE, result.base_offset, result.last_offset, self.log.log_start_offset)
 
     def read_records(self, fetch_offset: int, max_bytes: int, current_leader_epoch: int,
