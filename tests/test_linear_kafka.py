@@ -242,7 +242,9 @@ def test_aborted_and_phantom_reads():
     assert result.linearizable is False
     assert actions(result) == {("poll", "ok", ((0, "a"),))}
     phantom = history(final=[(0, "ghost")])
-    assert actions(check_partition(phantom, NOT_IDEMPOTENT)) == {("final-read", "ok", (0, "ghost"))}
+    result = check_partition(phantom, NOT_IDEMPOTENT)
+    assert actions(result) == {("final-read", "ok", (0, "ghost"))}
+    assert "no operation in the history writes 'ghost' at offset 0" in result.explanation
 
 
 def test_inconsistent_offsets_between_polls():

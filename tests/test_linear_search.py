@@ -173,6 +173,20 @@ def test_deep_histories_need_no_recursion():
     assert result.linearization == list(range(n))
 
 
+def test_a_failure_deep_in_a_long_history_costs_little():
+    """3000 overlapping appends, every 10th of unknown outcome, and a final
+    read that lost offset 2501. Settling offsets kills dead branches at once,
+    so the search neither retries both fates of every unknown append (2^300)
+    nor walks more than a few states per op."""
+    n = 3000
+    ops = [Op(i, i % 10, i, None if i % 10 == 0 else i + 8, Append(i, f"v{i}")) for i in range(n)]
+    ops += [Op(n + i, "final", 2 * n, 2 * n + 1, ReadExact(i, None if i == 2501 else f"v{i}"))
+            for i in range(n)]
+    result = check(LogModel(), ops, budget=3 * n)
+    assert result.linearizable is False
+    assert len(result.deepest.linearized) >= 2500
+
+
 def test_unknown_ops_may_take_effect_late_or_never():
     model = LogModel()
     info = Op(0, 0, 0, None, Append(0, "a"))

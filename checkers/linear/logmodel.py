@@ -244,6 +244,10 @@ class LogModel(Model[LogNode]):
             return ((inp.offset, inp.value),)
         return ()
 
+    def describe_key(self, key: Hashable) -> str:
+        offset, value = key
+        return f"{value!r} at offset {offset}"
+
     def restrict(self, op: Op, keys: frozenset[Hashable]) -> Op | None:
         inp = op.input
         if isinstance(inp, Read):

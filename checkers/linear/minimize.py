@@ -210,21 +210,28 @@ class _Minimizer:
             states.append(model.describe_state(state))
         done = {op.id for op in longest}
         remaining = [op for op in ops if op.id not in done]
-        stuck = [(op, self.why_stuck(state, op, remaining)) for op in remaining]
+        written = {key for op in ops for key in model.provides(op)}
+        stuck = [(op, self.why_stuck(state, op, remaining, written)) for op in remaining]
 
-        text = [f"These {len(ops)} operations admit no linearization against the {model.name} model."]
+        these = "This operation admits" if len(ops) == 1 else f"These {len(ops)} operations admit"
+        text = [f"{these} no linearization against the {model.name} model."]
         if longest:
             text.append("The longest order found: " + "; ".join(map(describe, longest)) + ".")
             text.append("After it, every operation left is stuck: ")
         else:
-            text.append("No operation can take effect first without blocking another for good: ")
+            text.append("None can take effect first: ")
         text[-1] += "; ".join(f"{describe(op)}: {why}" for op, why in stuck) + "."
         return Counterexample(ops, longest, states, stuck, " ".join(text),
                               {op.id: describe(op) for op in ops},
                               {op.id: model.describe_op(op) for op in ops}, list(keys), self.checks)
 
-    def why_stuck(self, state: Any, op: Op, remaining: list[Op]) -> str:
+    def why_stuck(self, state: Any, op: Op, remaining: list[Op], written: set[Hashable]) -> str:
         model, describe = self.model, self.describe
+        # The closure keeps a reader only with every writer of what it reads,
+        # so what no op here writes, no op in the history wrote.
+        unwritten = [key for key in model.depends_on(op) if key not in written]
+        if unwritten:
+            return "no operation in the history writes " + ", ".join(map(model.describe_key, unwritten))
         before = [q for q in remaining if q is not op and q.ret is not None and q.ret < op.call]
         if before:
             return f"it began after {describe(before[0])} returned, so that must take effect first"

@@ -113,6 +113,10 @@ class Model(Generic[State]):
         """Keys `op` writes (e.g. a value, or an (offset, value) pair)."""
         return ()
 
+    def describe_key(self, key: Hashable) -> str:
+        """A key of `provides`/`depends_on`, in words."""
+        return repr(key)
+
     def depends_on(self, op: Op) -> Iterable[Hashable]:
         """Keys `op` reads. The minimiser drops a reader whenever it drops a
         writer of something it reads, so that a subset of a linearizable
