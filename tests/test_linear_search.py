@@ -235,3 +235,21 @@ def test_bad_input_is_reported_with_the_op():
         check(RegisterModel(), [Op(1, 0, 0, 1, ("write", 1)), Op(1, 0, 2, 3, ("write", 2))])
     with pytest.raises(ValueError, match="op 4 returns at 1, before it is called at 5"):
         check(RegisterModel(), [Op(4, 0, 5, 1, ("write", 1))])
+
+
+def test_register_counterexample_is_minimal_and_drawn():
+    from checkers.linear.minimize import minimize
+    from checkers.linear.visual import render_html
+
+    noise = [Op(10 + i, 5 + i, 200 + 10 * i, 205 + 10 * i, ("write", 50 + i)) for i in range(4)]
+    ops = [Op(0, 0, 0, 100, ("write", 200)), Op(1, 1, 10, 30, ("read",), 200),
+           Op(2, 2, 40, 90, ("read",), 0), *noise]
+    cx = minimize(RegisterModel(0), ops)
+    assert sorted(op.id for op in cx.ops) == [0, 1, 2]
+    assert [op.id for op in cx.longest] == [0, 1]
+    assert cx.states == ["0", "200", "200"]
+    assert cx.stuck == [(ops[2], "the register holds 200")]
+    html = render_html(cx, title="register")
+    for label in ("write(200)", "read() -&gt; 200", "read() -&gt; 0", "the register holds 200"):
+        assert label in html
+    assert minimize(RegisterModel(0), noise) is None  # linearizable: nothing to minimise

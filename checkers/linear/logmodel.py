@@ -228,7 +228,7 @@ class LogModel(Model[LogNode]):
 
     def priority(self, op: Op) -> Any:
         inp = op.input
-        return inp.offset if isinstance(inp, (Append, ReadExact)) else 0  # only appends are tried
+        return inp.offset if inp.__class__ is Append else 0  # only appends are ever tried
 
     # --- minimisation ------------------------------------------------------------------
 

@@ -210,7 +210,7 @@ class _Minimizer:
             states.append(model.describe_state(state))
         done = {op.id for op in longest}
         remaining = [op for op in ops if op.id not in done]
-        written = {key for op in ops for key in model.provides(op)}
+        written = {key for op in ops for key in model.provides(op)} | set(model.initial_keys())
         stuck = [(op, self.why_stuck(state, op, remaining, written)) for op in remaining]
 
         these = "This operation admits" if len(ops) == 1 else f"These {len(ops)} operations admit"

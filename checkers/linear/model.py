@@ -113,6 +113,10 @@ class Model(Generic[State]):
         """Keys `op` writes (e.g. a value, or an (offset, value) pair)."""
         return ()
 
+    def initial_keys(self) -> Iterable[Hashable]:
+        """Keys the initial state already provides (a register's initial value)."""
+        return ()
+
     def describe_key(self, key: Hashable) -> str:
         """A key of `provides`/`depends_on`, in words."""
         return repr(key)

@@ -78,6 +78,9 @@ class RegisterModel(Model[Hashable]):
             return (op.input[2],)
         return ()
 
+    def initial_keys(self) -> Iterable[Hashable]:
+        return (self.initial,)
+
     def depends_on(self, op: Op) -> Iterable[Hashable]:
         kind = _kind(op)
         if kind == "read" and op.output is not None:
