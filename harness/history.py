@@ -506,21 +506,28 @@ def _check_poll_invoke(v: Any) -> str | None:
 def _check_poll_ok(v: Any) -> str | None:
     if type(v) is not dict or type(v.get("records")) is not list:
         return _expect("value", v, 'an object {"records": [...]}')
-    for n, record in enumerate(v["records"]):
+    for record in v["records"]:  # one expression per record: this runs millions of times
+        if (type(record) is not dict or type(record.get("topic")) is not str
+                or type(record.get("partition")) is not int or type(record.get("offset")) is not int
+                or type(record.get("value")) is not str
+                or ((epoch := record.get("leader_epoch")) is not None and type(epoch) is not int)):
+            return _poll_record_error(v["records"])
+    return None
+
+
+def _poll_record_error(records: list) -> str:
+    """What is wrong with the first bad record of a poll."""
+    for n, record in enumerate(records):
         if type(record) is not dict:
             return _expect(f"value.records[{n}]", record, "an object")
-        if type(record.get("topic")) is not str:
-            return _expect(f"value.records[{n}].topic", record.get("topic"), "a string")
-        if type(record.get("partition")) is not int:
-            return _expect(f"value.records[{n}].partition", record.get("partition"), "an integer")
-        if type(record.get("offset")) is not int:
-            return _expect(f"value.records[{n}].offset", record.get("offset"), "an integer")
-        if type(record.get("value")) is not str:
-            return _expect(f"value.records[{n}].value", record.get("value"), "a string")
+        for name, kind, what in (("topic", str, "a string"), ("partition", int, "an integer"),
+                                 ("offset", int, "an integer"), ("value", str, "a string")):
+            if type(record.get(name)) is not kind:
+                return _expect(f"value.records[{n}].{name}", record.get(name), what)
         epoch = record.get("leader_epoch")
         if epoch is not None and type(epoch) is not int:
             return _expect(f"value.records[{n}].leader_epoch", epoch, "an integer or null")
-    return None
+    return _expect("value.records", records, "valid records")
 
 
 def _check_assign(v: Any) -> str | None:
