@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Iterator, TextIO
 
 from checkers.check import PartitionReport, check_partition
+from harness.errors import BadInput
 from harness.loading import LoadedRun, load_run
 from harness.summary import build_results, partition_name, print_summary, write_results
 from harness.verdict import Valid, decide
@@ -62,8 +63,12 @@ def write_counterexamples(run_dir: Path, reports: list[PartitionReport]) -> dict
         if report.linearizable is False and report.linear_html:
             name = partition_name(report.topic, report.partition)
             relative = f"{LINEAR_DIR}/{name}.html"
-            (run_dir / LINEAR_DIR).mkdir(exist_ok=True)
-            (run_dir / relative).write_text(report.linear_html, encoding="utf-8")
+            try:
+                (run_dir / LINEAR_DIR).mkdir(exist_ok=True)
+                (run_dir / relative).write_text(report.linear_html, encoding="utf-8")
+            except OSError as e:
+                raise BadInput(f"cannot write {run_dir / relative}: {e.strerror or e}; make the "
+                               f"run directory writable, or check with --no-write") from e
             written[name] = relative
     return written
 

@@ -7,6 +7,7 @@ still be read: errors (they make a verdict `unknown`) and warnings (they do not)
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,10 +31,12 @@ class Problems:
     """Errors and warnings found while reading input files.
 
     Only the first `max_kept` of each are kept (a file with a million bad lines
-    must not cost a million strings); the counts are exact.
+    must not cost a million strings); the counts are exact. With `log`, each
+    kept problem is also logged there.
     """
 
     max_kept: int = 1000
+    log: logging.Logger | None = None
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     error_count: int = 0
@@ -44,11 +47,15 @@ class Problems:
         self.error_count += 1
         if len(self.errors) < self.max_kept:
             self.errors.append(message)
+            if self.log is not None:
+                self.log.error("%s", message)
 
     def warning(self, message: str) -> None:
         self.warning_count += 1
         if len(self.warnings) < self.max_kept:
             self.warnings.append(message)
+            if self.log is not None:
+                self.log.warning("%s", message)
 
     def warn_once(self, key: str, message: str) -> None:
         """A warning given only the first time `key` is seen."""

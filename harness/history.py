@@ -21,6 +21,7 @@ Unknown fields are kept (`Op.extra`) and otherwise ignored.
 """
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time as _time
@@ -32,6 +33,8 @@ from typing import Any, Iterator, Literal
 import orjson
 
 from harness.errors import Problems, clip as _clip, show as _show
+
+_log = logging.getLogger("fencepost.history")
 
 HISTORY_FILE = "history.jsonl"
 NEMESIS = "nemesis"
@@ -142,7 +145,7 @@ class HistoryWriter:
     def open(self) -> HistoryWriter:
         if self._fd is not None:
             raise RuntimeError(f"{self.path} is already open")
-        self._next_index = _count_lines(self.path)
+        self._next_index = _prepare_for_append(self.path)
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         self._closing.clear()
         self._flusher = threading.Thread(target=self._flush_loop, name=f"fsync {self.path.name}",
@@ -209,11 +212,24 @@ class HistoryWriter:
                 return
 
 
-def _count_lines(path: Path) -> int:
-    """Lines already in a file we append to, so that `index` stays the line number."""
+def _prepare_for_append(path: Path) -> int:
+    """The number of whole lines already in a file we append to, so that `index`
+    stays the line number. A torn last line (no newline: the writer was killed
+    mid-write) is cut off, else the next line would be glued onto it."""
     try:
-        with open(path, "rb") as f:
-            return sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
+        with open(path, "rb+") as f:
+            lines = 0
+            whole = 0  # bytes up to the end of the last whole line
+            read = 0
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                newlines = chunk.count(b"\n")
+                if newlines:
+                    lines += newlines
+                    whole = read + chunk.rindex(b"\n") + 1
+                read += len(chunk)
+            if whole < read:
+                f.truncate(whole)
+            return lines
     except FileNotFoundError:
         return 0
 
@@ -269,7 +285,8 @@ class Recorder:
 
 
 def iter_history(path: Path | str, problems: Problems | None = None) -> Iterator[Op]:
-    """Validated ops of a history file, one by one, in file order."""
+    """Validated ops of a history file, one by one, in file order. Problems go
+    to `problems`, or without it to the log (logger "fencepost.history")."""
     return iter(HistoryReader(path, problems))
 
 
@@ -279,7 +296,7 @@ class HistoryReader:
 
     def __init__(self, path: Path | str, problems: Problems | None = None):
         self.path = Path(path)
-        self.problems = Problems() if problems is None else problems
+        self.problems = Problems(log=_log) if problems is None else problems
         self.counts = HistoryCounts()
 
     def __iter__(self) -> Iterator[Op]:

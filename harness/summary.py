@@ -16,6 +16,7 @@ from typing import Any, TextIO
 import orjson
 
 from checkers.check import PartitionReport
+from harness.errors import BadInput
 from harness.history import HISTORY_FILE, lines_at
 from harness.loading import LoadedRun
 from harness.verdict import Verdict
@@ -72,8 +73,12 @@ def write_results(run_dir: Path, results: dict[str, Any]) -> Path:
     """Write results.json atomically (a reader never sees half a file)."""
     path = run_dir / RESULTS_FILE
     partial = path.with_name(RESULTS_FILE + ".partial")
-    partial.write_bytes(to_json(results))
-    partial.replace(path)
+    try:
+        partial.write_bytes(to_json(results))
+        partial.replace(path)
+    except OSError as e:
+        raise BadInput(f"cannot write {path}: {e.strerror or e}; make the run directory "
+                       f"writable, or check with --no-write") from e
     return path
 
 

@@ -140,6 +140,15 @@ def test_no_write_leaves_the_run_directory_alone(tmp_path, capsys):
     assert "verdict: VALID" in capsys.readouterr().out
 
 
+def test_an_unwritable_results_file_exits_254_with_what_to_do(tmp_path, capsys):
+    run_dir = valid_run(tmp_path / "run")
+    (run_dir / "results.json").mkdir()
+    (run_dir / "results.json" / "in-the-way").write_text("x")
+    assert main(["check", str(run_dir)]) == 254
+    err = capsys.readouterr().err
+    assert f"cannot write {run_dir / 'results.json'}" in err and "--no-write" in err
+
+
 def test_not_a_run_directory_exits_254_saying_what_one_holds(tmp_path, capsys):
     assert main(["check", str(tmp_path)]) == 254
     err = capsys.readouterr().err

@@ -184,3 +184,24 @@ def test_fsync_failures_are_reported_by_the_next_append(tmp_path, monkeypatch):
 
 def test_the_module_says_the_flusher_is_its_thread():
     assert "flusher" in history.__doc__ and "close()" in history.__doc__
+
+
+def test_appending_to_a_file_with_a_torn_last_line_cuts_it_off(tmp_path):
+    path = tmp_path / "history.jsonl"
+    whole = orjson.dumps({"index": 0, "time": 1, "process": 0, "type": "invoke", "f": "poll"})
+    path.write_bytes(whole + b"\n" + b'{"index": 1, "ti')
+    with HistoryWriter(path) as writer:
+        assert writer.append(0, "ok", "poll", {"records": []})["index"] == 1
+    problems = Problems()
+    assert [op.index for op in iter_history(path, problems)] == [0, 1]
+    assert problems.errors == [] and problems.warnings == []
+
+
+def test_without_a_problems_collector_the_reader_logs(tmp_path, caplog):
+    path = tmp_path / "history.jsonl"
+    path.write_bytes(b"nonsense\n" + orjson.dumps({"index": 1, "time": 1, "process": 0,
+                                                   "type": "invoke", "f": "poll"}) + b"\n")
+    with caplog.at_level("WARNING", logger="fencepost.history"):
+        assert [op.index for op in iter_history(path)] == [1]
+    assert [r.levelname for r in caplog.records] == ["ERROR"]
+    assert f"{path}:1: not valid JSON" in caplog.records[0].getMessage()
