@@ -3,7 +3,8 @@
 history.jsonl holds one JSON object per line, append-only: `index` (= the
 0-based line number), `time` (ns since the run started), `process` (int, or
 "nemesis"), `type` (invoke|ok|fail|info), `f`, and optional `value` / `error`.
-Unknown fields are kept (`Op.extra`) and otherwise ignored.
+Unknown fields are kept (`Op.extra`; paired `Operation`s leave them out) and
+otherwise ignored.
 
 - `HistoryWriter` appends lines (thread-safe) and makes them durable. It owns
   one thread, the flusher: started by `open()` / `__enter__`, stopped and joined
@@ -18,6 +19,7 @@ Unknown fields are kept (`Op.extra`) and otherwise ignored.
 - `HistoryReader.operations()` pairs each client invoke with the next
   completion of the same process; invokes never completed come out last, with
   no completion (their outcome is unknown: `info`).
+- `lines_at` fetches a few lines by index, to show the ops an anomaly names.
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ import threading
 import time as _time
 from collections import Counter
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, Iterator, Literal
 
@@ -44,8 +47,6 @@ FSYNC_DELAY = 0.05  # seconds between the first unsynced append and its fsync
 
 OpType = Literal["invoke", "ok", "fail", "info"]
 _KNOWN_FIELDS = frozenset(("index", "time", "process", "type", "f", "value", "error"))
-# One shared str object per type / f name, so ops kept in memory share them.
-_CANONICAL = {name: name for name in (*TYPES, *CLIENT_FS)}
 
 
 class Op:
@@ -320,6 +321,7 @@ class HistoryReader:
         types = _TYPE_SET
         value_checks = _VALUE_CHECKS
         known_fields = _KNOWN_FIELDS
+        required = _REQUIRED
         pending: dict[int, tuple[int, int, str, Any]] = {}  # process -> (index, time, f, value)
         unknown_fs: set[str] = set()
         held: str | None = None
@@ -341,11 +343,11 @@ class HistoryReader:
                 if type(d) is not dict:
                     held = f"expected a JSON object, got {_show(d)}"
                     continue
-                i = d.get("index")
-                t = d.get("time")
-                p = d.get("process")
-                ty = d.get("type")
-                f = d.get("f")
+                try:
+                    i, t, p, ty, f = required(d)
+                except KeyError:
+                    held = _header_error(d, index)
+                    continue
                 v = d.get("value")
                 er = d.get("error")
                 if (type(i) is not int or i != index or type(t) is not int or type(ty) is not str
@@ -444,6 +446,9 @@ class HistoryReader:
 
 def _header_error(d: dict, index: int) -> str:
     """What is wrong with the required fields of a line (one that has a problem)."""
+    for name in ("index", "time", "process", "type", "f"):
+        if name not in d:
+            return _field_error(d, name, "")
     i = d.get("index")
     if type(i) is not int or i != index:
         return _field_error(d, "index", f"must be {index}, the 0-based line number")
@@ -476,6 +481,7 @@ def _by_invoke_index(item: tuple[int, tuple[int, int, str, Any]]) -> int:
 
 
 _TYPE_SET = frozenset(TYPES)
+_REQUIRED = itemgetter("index", "time", "process", "type", "f")
 
 
 def _field_error(d: dict, name: str, what: str) -> str:
