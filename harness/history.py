@@ -43,7 +43,7 @@ HISTORY_FILE = "history.jsonl"
 NEMESIS = "nemesis"
 TYPES = ("invoke", "ok", "fail", "info")
 CLIENT_FS = ("send", "poll", "assign", "subscribe", "crash")
-FSYNC_DELAY = 0.05  # seconds between the first unsynced append and its fsync
+FSYNC_DELAY = 0.02  # seconds from the first unsynced append to its fsync (<< 100 ms)
 
 OpType = Literal["invoke", "ok", "fail", "info"]
 _KNOWN_FIELDS = frozenset(("index", "time", "process", "type", "f", "value", "error"))
