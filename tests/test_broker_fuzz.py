@@ -274,23 +274,31 @@ class FuzzDriver:
         self._drop()
 
 
+EXAMPLES_PER_RUN = 200  # hypothesis keeps every example of a run in memory: long fuzzes go in runs
+
+
 def fuzz(port: int, total_frames: int, random_seed: int | None = None) -> FuzzStats:
     driver = FuzzDriver(port)
-    examples = max(total_frames // FRAMES_PER_EXAMPLE, 1)
-
-    @settings(max_examples=examples, deadline=None, database=None, phases=[Phase.generate],
-              suppress_health_check=list(HealthCheck))
-    @given(st.lists(frames(), min_size=FRAMES_PER_EXAMPLE, max_size=FRAMES_PER_EXAMPLE))
-    def run(batch: list[Frame]) -> None:
-        for frame in batch:
-            driver.send(frame)
-        driver.close()
-        driver.probe()
-
-    if random_seed is not None:
-        run = seed(random_seed)(run)
+    examples_left = max(total_frames // FRAMES_PER_EXAMPLE, 1)
+    run_number = 0
     try:
-        run()
+        while examples_left > 0:
+            examples = min(examples_left, EXAMPLES_PER_RUN)
+
+            @settings(max_examples=examples, deadline=None, database=None, phases=[Phase.generate],
+                      suppress_health_check=list(HealthCheck))
+            @given(st.lists(frames(), min_size=FRAMES_PER_EXAMPLE, max_size=FRAMES_PER_EXAMPLE))
+            def run(batch: list[Frame]) -> None:
+                for frame in batch:
+                    driver.send(frame)
+                driver.close()
+                driver.probe()
+
+            if random_seed is not None:
+                run = seed(random_seed * 100_003 + run_number)(run)
+            run()
+            examples_left -= examples
+            run_number += 1
     finally:
         driver.close()
     return driver.stats
