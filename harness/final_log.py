@@ -46,16 +46,13 @@ class FinalLog:
         return {*self.reads, *self.read_complete, *self.replicas, *self.replica_states}
 
 
-def read_final(path: Path | str, problems: Problems | None = None,
-               strings: dict[str, str] | None = None) -> FinalLog:
-    """Read a final.jsonl file into a `FinalLog`. `strings` shares equal values
-    between the final read, the replica logs and (if the caller passes its own)
-    the history, to save memory."""
+def read_final(path: Path | str, problems: Problems | None = None) -> FinalLog:
+    """Read a final.jsonl file into a `FinalLog`."""
     problems = Problems() if problems is None else problems
     log = FinalLog()
     reads = log.reads
     replicas = log.replicas
-    reader = FinalReader(path, problems, strings)
+    reader = FinalReader(path, problems)
     for kind, key, node, item in reader:
         if kind == "read":
             records = reads.get(key)
@@ -87,11 +84,9 @@ def iter_final(path: Path | str, problems: Problems | None = None) -> Iterator[F
 class FinalReader:
     """Streams a final.jsonl file; `lines` is set once the file has been read."""
 
-    def __init__(self, path: Path | str, problems: Problems | None = None,
-                 strings: dict[str, str] | None = None):
+    def __init__(self, path: Path | str, problems: Problems | None = None):
         self.path = Path(path)
         self.problems = Problems() if problems is None else problems
-        self.strings = {} if strings is None else strings  # one str object per distinct value
         self.lines = 0
 
     def __iter__(self) -> Iterator[FinalEntry]:
@@ -105,7 +100,6 @@ class FinalReader:
         decode_error = orjson.JSONDecodeError
         keys: dict[PartitionKey, PartitionKey] = {}  # one shared key tuple per partition
         nodes: dict[str, str] = {}
-        strings = self.strings
         held: str | None = None  # a bad line's problem: an error unless that line was the last
         number = 0
         with open(path, "rb") as file:
@@ -162,10 +156,7 @@ class FinalReader:
                     elif epoch is not None and type(epoch) is not int:
                         held = _missing_or_bad(d, "leader_epoch", "an integer or null")
                     else:
-                        shared = strings.get(value)
-                        if shared is None:
-                            shared = strings[value] = value
-                        yield kind, key, node, (offset, shared)
+                        yield kind, key, node, (offset, value)
                 elif kind == "read-state":
                     complete = d.get("complete")
                     if type(complete) is not bool:

@@ -85,11 +85,11 @@ class Operation:
     completed has type `info` and `complete_index` / `complete_time` None."""
 
     __slots__ = ("process", "f", "invoke_index", "invoke_time", "invoke_value",
-                 "type", "complete_index", "complete_time", "value", "error")
+                 "type", "complete_index", "complete_time", "value", "error", "records")
 
     def __init__(self, process: int, f: str, invoke_index: int, invoke_time: int, invoke_value: Any,
                  type: str, complete_index: int | None, complete_time: int | None, value: Any,
-                 error: str | None):
+                 error: str | None, records: dict[tuple[str, int], list[tuple[int, str]]] | None):
         self.process = process
         self.f = f
         self.invoke_index = invoke_index
@@ -100,6 +100,9 @@ class Operation:
         self.complete_time = complete_time
         self.value = value  # the completion's value
         self.error = error
+        # An ok poll's records by (topic, partition), as (offset, value) in the
+        # order returned.
+        self.records = records
 
     def __repr__(self) -> str:
         fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
@@ -322,6 +325,7 @@ class HistoryReader:
         value_checks = _VALUE_CHECKS
         known_fields = _KNOWN_FIELDS
         required = _REQUIRED
+        grouped: Any = None
         pending: dict[int, tuple[int, int, str, Any]] = {}  # process -> (index, time, f, value)
         unknown_fs: set[str] = set()
         held: str | None = None
@@ -370,6 +374,11 @@ class HistoryReader:
                             if (type(v.get("offset")) is not int
                                     or (epoch is not None and type(epoch) is not int)):
                                 held = _check_send_ok(v)
+                    elif pair and f == "poll" and ty == "ok":
+                        # Checked and grouped per partition in one pass over the records.
+                        grouped = _group_records(v)
+                        if type(grouped) is str:
+                            held = grouped
                     else:
                         check = value_checks.get((f, ty))
                         if check is not None:
@@ -412,7 +421,8 @@ class HistoryReader:
                             continue
                         del pending[p]
                         if pair:
-                            yield Operation(p, f, invoke[0], invoke[1], invoke[3], ty, index, t, v, er)
+                            yield Operation(p, f, invoke[0], invoke[1], invoke[3], ty, index, t, v, er,
+                                            grouped if f == "poll" and ty == "ok" else None)
                         else:
                             yield Op(index, t, p, ty, f, v, er, extra)
                 elif p == NEMESIS:
@@ -473,7 +483,7 @@ def _completion_error(process: int, type_: str, f: str, value: Any,
 
 def _unfinished(process: int, invoke: tuple[int, int, str, Any]) -> Operation:
     index, time, f, value = invoke
-    return Operation(process, f, index, time, value, "info", None, None, None, None)
+    return Operation(process, f, index, time, value, "info", None, None, None, None, None)
 
 
 def _by_invoke_index(item: tuple[int, tuple[int, int, str, Any]]) -> int:
@@ -536,6 +546,35 @@ def _check_poll_ok(v: Any) -> str | None:
                 or ((epoch := record.get("leader_epoch")) is not None and type(epoch) is not int)):
             return _poll_record_error(v["records"])
     return None
+
+
+def _group_records(v: Any) -> dict[tuple[str, int], list[tuple[int, str]]] | str:
+    """An ok poll's records grouped by (topic, partition) as (offset, value)
+    pairs; or what is wrong with them. (Equal values are not shared: hashing
+    millions of polled values cost more time than the memory was worth.)"""
+    if type(v) is not dict or type(v.get("records")) is not list:
+        return _expect("value", v, 'an object {"records": [...]}')
+    grouped: dict[tuple[str, int], list[tuple[int, str]]] = {}
+    topic = partition = group = None
+    for record in v["records"]:  # runs millions of times: kept lean
+        if type(record) is not dict:
+            return _poll_record_error(v["records"])
+        p = record.get("partition")
+        offset = record.get("offset")
+        value = record.get("value")
+        if (type(p) is not int or type(offset) is not int or type(value) is not str
+                or ((epoch := record.get("leader_epoch")) is not None and type(epoch) is not int)):
+            return _poll_record_error(v["records"])
+        if p != partition or record.get("topic") != topic:  # records come in runs of one partition
+            topic = record.get("topic")
+            if type(topic) is not str:
+                return _poll_record_error(v["records"])
+            partition = p
+            group = grouped.get((topic, p))
+            if group is None:
+                group = grouped[(topic, p)] = []
+        group.append((offset, value))
+    return grouped
 
 
 def _poll_record_error(records: list) -> str:

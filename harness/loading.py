@@ -86,10 +86,8 @@ def load_run(run_dir: Path | str) -> LoadedRun:
     final_path = run_dir / FINAL_FILE
     with _gc_paused():
         reader = HistoryReader(history_path, problems)
-        strings: dict[str, str] = {}
-        partitions, resets = group_operations(reader.operations(), strings)
-        final = read_final(final_path, problems, strings) if final_path.is_file() else None
-        del strings
+        partitions, resets = group_operations(reader.operations())
+        final = read_final(final_path, problems) if final_path.is_file() else None
         attach_final(partitions, final)
         for ph in partitions.values():
             ph.resets = list(resets)
@@ -152,12 +150,10 @@ def _setting(test: dict[str, Any], dotted: str, kind: type, default: Any, where:
     return node
 
 
-def group_operations(operations: Iterable[Operation], strings: dict[str, str] | None = None
+def group_operations(operations: Iterable[Operation]
                      ) -> tuple[dict[PartitionKey, PartitionHistory], list[Reset]]:
     """Per-partition sends and polls, and the resets (for every partition), from
-    paired client operations (`HistoryReader.operations()`). Equal values
-    share one str object through `strings` (polls repeat what sends wrote)."""
-    strings = {} if strings is None else strings
+    paired client operations (`HistoryReader.operations()`)."""
     partitions: dict[PartitionKey, PartitionHistory] = {}
     resets: list[Reset] = []
     assigned: dict[int, tuple[PartitionKey, ...]] = {}  # process -> partitions of its latest assign
@@ -174,7 +170,7 @@ def group_operations(operations: Iterable[Operation], strings: dict[str, str] | 
         process = op.process
         if f == "send":
             v = op.invoke_value
-            value = strings.setdefault(v["value"], v["value"])
+            value = v["value"]
             key = (v["topic"], v["partition"])
             ph = partitions.get(key) or partition(key)
             if op.type == "ok":
@@ -187,22 +183,7 @@ def group_operations(operations: Iterable[Operation], strings: dict[str, str] | 
                             op.complete_index, op.complete_time, None, None, op.error)
             ph.sends.append(send)
         elif f == "poll":
-            by_key: dict[PartitionKey, list[tuple[int, str]]] = {}
-            if op.type == "ok":
-                topic = partition_number = records = None
-                for r in op.value["records"]:
-                    # Records come in runs of one partition: look the list up once per run.
-                    if r["partition"] != partition_number or r["topic"] != topic:
-                        topic, partition_number = r["topic"], r["partition"]
-                        key = (topic, partition_number)
-                        records = by_key.get(key)
-                        if records is None:
-                            records = by_key[key] = []
-                    value = r["value"]
-                    shared = strings.get(value)
-                    if shared is None:
-                        shared = strings[value] = value
-                    records.append((r["offset"], shared))
+            by_key = op.records if op.records is not None else {}
             for key in assigned.get(process, ()):
                 if key not in by_key:
                     by_key[key] = []
