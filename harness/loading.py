@@ -233,15 +233,16 @@ def attach_final(partitions: dict[PartitionKey, PartitionHistory], final: FinalL
 def _gc_paused() -> Iterator[None]:
     """Pause the cyclic garbage collector while a run loads: building a million
     objects otherwise triggers full collections that cost more than the load
-    (measured: 6.6 s vs 2.7 s for 1M lines). Then freeze what was built, so
-    that the first collection after re-enabling does not traverse it all
-    either. Nothing loaded forms cycles, and frozen objects are still freed by
-    reference counting when the run is dropped."""
+    (measured: 6.6 s vs 2.7 s for 1M lines). Nothing loaded forms cycles.
+    freeze() then unfreeze() moves what was built straight to the oldest
+    generation, so the first collection after re-enabling does not traverse it
+    all as young objects (2.4 s on a heavy 1M-line run)."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         gc.freeze()
+        gc.unfreeze()
         if was_enabled:
             gc.enable()
