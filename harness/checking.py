@@ -14,7 +14,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, TextIO
+from typing import Any, Iterator
 
 from checkers.check import PartitionReport, check_partition
 from harness.errors import BadInput
@@ -23,6 +23,7 @@ from harness.summary import build_results, partition_name, print_summary, write_
 from harness.verdict import Valid, decide
 
 LINEAR_DIR = "linear"
+_STDOUT = object()  # check_run's default `out`: sys.stdout as it is at the call
 
 
 @dataclass(slots=True)
@@ -32,11 +33,13 @@ class CheckOutcome:
     exit_code: int
 
 
-def check_run(run_dir: Path | str, *, write: bool = True, out: TextIO | None = sys.stdout
-              ) -> CheckOutcome:
+def check_run(run_dir: Path | str, *, write: bool = True, out: Any = _STDOUT) -> CheckOutcome:
     """Check the run in `run_dir`. Raises BadInput if it is not a run directory.
     With `write`, results.json and linear/<topic>-<partition>.html are written
-    into it; with `out`, the summary is printed there."""
+    into it. The summary is printed to `out` (a text stream; by default the
+    current sys.stdout; None: not printed)."""
+    if out is _STDOUT:
+        out = sys.stdout
     started = time.perf_counter()
     run_dir = Path(run_dir)
     run = load_run(run_dir)
