@@ -189,3 +189,22 @@ def test_the_console_script_returns_the_exit_code(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "harness.cli", "check", "--nope", "x"],
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 254 and "unrecognized arguments" in bad.stderr
+
+
+def test_check_run_returns_the_outcome_and_prints_to_the_current_stdout(tmp_path, capsys):
+    run_dir = lost_write_run(tmp_path / "run")
+    outcome = checking.check_run(run_dir, write=False, out=None)
+    assert (outcome.valid, outcome.exit_code) == (False, 1)
+    assert outcome.results["anomaly_counts"]["lost-write"] == 1
+    assert not (run_dir / "results.json").exists()
+    assert capsys.readouterr().out == ""
+    checking.check_run(run_dir, write=False)
+    assert "verdict: INVALID" in capsys.readouterr().out
+
+
+def test_a_history_without_client_ops_is_unknown(tmp_path):
+    h = History()
+    h.add("nemesis", "info", "kill", {"nodes": ["n1"]})
+    run_dir = write_run(tmp_path / "run", h, final=[])
+    assert main(["check", str(run_dir)]) == 2
+    assert any("no send or poll" in reason for reason in results_of(run_dir)["reasons"])
