@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -62,7 +63,16 @@ def main() -> None:
     parser.add_argument("--stages", nargs="+", default=list(STAGE_CODE), choices=list(STAGE_CODE))
     args = parser.parse_args()
 
-    run_dir = args.dir or Path(tempfile.mkdtemp(prefix="fencepost-bench-")) / "run"
+    scratch = None if args.dir else Path(tempfile.mkdtemp(prefix="fencepost-bench-"))
+    run_dir = args.dir or scratch / "run"
+    try:
+        _measure(run_dir, args)
+    finally:
+        if scratch is not None:
+            shutil.rmtree(scratch)
+
+
+def _measure(run_dir: Path, args: argparse.Namespace) -> None:
     if not (run_dir / "history.jsonl").exists():
         from tests.synth.generate import GenConfig, generate_to_dir
 
