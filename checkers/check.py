@@ -35,6 +35,7 @@ class PartitionReport:
     stats: dict[str, Any]
     linearizable: bool | None = None  # None: not searched, or the search gave up
     linear_explored: int = 0
+    linear_method: str | None = None  # "witness" or "search": what decided
     counterexample: list[dict] = field(default_factory=list)
     linear_html: str | None = None
     # Why this partition's verdict cannot be `valid` even without anomalies.
@@ -87,6 +88,7 @@ def _search(ph: PartitionHistory, options: CheckOptions, report: PartitionReport
     result = linear_check(ph, options)
     report.linearizable = result.linearizable
     report.linear_explored = result.explored
+    report.linear_method = result.method
     report.counterexample = result.counterexample
     report.linear_html = result.html
     if result.linearizable is None:

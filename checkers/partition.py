@@ -87,7 +87,10 @@ class CheckOptions:
     """What the checkers need to know about the run (from test.json)."""
 
     idempotent: bool = False
-    # Run the Wing-Gong/Lowe search as well as the offset checks.
+    # Check linearizability as well as the offset checks.
     linearizability: bool = True
+    # "witness": verify the log model's greedy linearization first and search
+    # only when it fails; "search": always run the Wing-Gong/Lowe search.
+    linear_method: str = "witness"
     # States the search may explore per partition before giving up (-> unknown).
     search_budget: int = 5_000_000

@@ -113,6 +113,9 @@ def read_test(path: Path) -> dict[str, Any]:
     return test
 
 
+LINEAR_METHODS = ("witness", "search")
+
+
 def options_from_test(test: dict[str, Any], where: Path | str = TEST_FILE
                       ) -> tuple[CheckOptions, frozenset[str]]:
     """CheckOptions and the anomaly names that make a run invalid, from test.json."""
@@ -120,6 +123,10 @@ def options_from_test(test: dict[str, Any], where: Path | str = TEST_FILE
     idempotent = _setting(test, "producer.idempotent", bool, defaults.idempotent, where)
     linearizability = _setting(test, "checker.linearizability", bool, defaults.linearizability, where)
     budget = _setting(test, "checker.search_budget", int, defaults.search_budget, where)
+    method = _setting(test, "checker.linear_method", str, defaults.linear_method, where)
+    if method not in LINEAR_METHODS:
+        raise BadInput(f"{where}: field \"checker.linear_method\": {method!r} is not one of "
+                       f"{', '.join(LINEAR_METHODS)}")
     if budget <= 0:
         raise BadInput(f"{where}: field \"checker.search_budget\": {budget} must be a positive "
                        f"number of states")
@@ -133,7 +140,7 @@ def options_from_test(test: dict[str, Any], where: Path | str = TEST_FILE
                            f"known: {', '.join(ALL_ANOMALIES)}")
         invalid_set = frozenset(invalid)
     return CheckOptions(idempotent=idempotent, linearizability=linearizability,
-                        search_budget=budget), invalid_set
+                        linear_method=method, search_budget=budget), invalid_set
 
 
 def _setting(test: dict[str, Any], dotted: str, kind: type, default: Any, where: Path | str) -> Any:

@@ -64,6 +64,7 @@ def build_results(run: LoadedRun, reports: list[PartitionReport], verdict: Verdi
             partition_name(r.topic, r.partition): {
                 "linearizable": r.linearizable,
                 "explored": r.linear_explored,
+                "method": r.linear_method,
                 "counterexample_file": linear_files.get(partition_name(r.topic, r.partition)),
             } for r in reports},
     }

@@ -70,18 +70,14 @@ def test_a_lost_write_exits_1_with_the_anomaly_its_ops_and_the_counterexample(tm
     assert "lost-write" in out and "verdict: INVALID" in out
 
 
-def test_the_page_of_a_partition_found_not_linearizable_is_written(tmp_path, monkeypatch):
-    def not_linearizable(ph, options):
-        return PartitionReport(ph.topic, ph.partition, [], {}, linearizable=False,
-                               linear_explored=12, linear_html="<html>counterexample</html>")
-
-    monkeypatch.setattr(checking, "check_partition", not_linearizable)
-    run_dir = valid_run(tmp_path / "run")
-    main(["check", str(run_dir)])
+def test_the_page_of_a_partition_found_not_linearizable_is_written(tmp_path):
+    run_dir = lost_write_run(tmp_path / "run")
+    assert main(["check", str(run_dir)]) == 1
     linear = results_of(run_dir)["linearizability"]["fp-0"]
-    assert linear == {"linearizable": False, "explored": 12,
-                      "counterexample_file": "linear/fp-0.html"}
-    assert (run_dir / "linear" / "fp-0.html").read_text() == "<html>counterexample</html>"
+    assert linear["linearizable"] is False and linear["method"] == "search"
+    assert linear["explored"] > 0 and linear["counterexample_file"] == "linear/fp-0.html"
+    page = (run_dir / "linear" / "fp-0.html").read_text()
+    assert page.lower().startswith("<!doctype html") and "final" in page
 
 
 def test_without_final_jsonl_the_verdict_is_unknown_with_the_reason(tmp_path, capsys):

@@ -15,8 +15,9 @@ from checkers.linear.minimize import minimize
 from checkers.linear.search import check
 from checkers.partition import CheckOptions, PartitionHistory, Poll, Send
 
-NOT_IDEMPOTENT = CheckOptions(idempotent=False)
-IDEMPOTENT = CheckOptions(idempotent=True)
+# These tests are about the search: the witness shortcut is tested in test_linear_witness.py.
+NOT_IDEMPOTENT = CheckOptions(idempotent=False, linear_method="search")
+IDEMPOTENT = CheckOptions(idempotent=True, linear_method="search")
 
 
 def send(process, value, invoke, complete, offset=None, outcome="ok"):
@@ -287,7 +288,7 @@ def test_html_page():
 def test_budget_exhaustion_is_unknown():
     ph = history(sends=[send(0, "a", 0, 1, offset=0), send(0, "b", 2, 3, offset=1)],
                  final=[(0, "a"), (1, "b")])
-    result = check_partition(ph, CheckOptions(search_budget=1))
+    result = check_partition(ph, CheckOptions(search_budget=1, linear_method="search"))
     assert result.linearizable is None and result.explored == 2
     assert result.counterexample == []
 

@@ -17,6 +17,7 @@ from checkers.linear.minimize import Counterexample, minimize
 from checkers.linear.model import Op
 from checkers.linear.search import check
 from checkers.linear.visual import render_html
+from checkers.linear.witness import verify
 from checkers.partition import CheckOptions, PartitionHistory, Poll, Send
 
 FINAL_PROCESS = "final"
@@ -43,6 +44,8 @@ class LinearResult:
     html: str | None = None
     explanation: str = ""
     ops: int = 0  # ops the search was given
+    # "witness": a verified greedy linearization proved it; "search": the search decided.
+    method: str = "search"
 
 
 def partition_ops(ph: PartitionHistory, options: CheckOptions) -> list[Op]:
@@ -147,8 +150,12 @@ def check_partition(ph: PartitionHistory, options: CheckOptions) -> LinearResult
     caller must still not call the partition valid (checkers/check.py does so)."""
     ops = partition_ops(ph, options)
     model = LogModel()
+    if options.linear_method == "witness":
+        order = model.witness(ops)
+        if order is not None and verify(model, ops, order):
+            return LinearResult(True, explored=0, ops=len(ops), method="witness")
     found = check(model, ops, options.search_budget)
-    result = LinearResult(found.linearizable, found.explored, ops=len(ops))
+    result = LinearResult(found.linearizable, found.explored, ops=len(ops), method="search")
     if found.linearizable is not False:
         return result
     cx = minimize(model, ops, options.search_budget, found.deepest, describe_with_source(model))

@@ -13,7 +13,7 @@ convention, not frozen, for speed.
 """
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -30,6 +30,10 @@ class _Unsettled:
 UNSETTLED = _Unsettled()
 _ROOT_VALUE = object()
 _MAX_SHOWN = 4  # records of a log or a poll written out in descriptions
+
+
+def _witness_key(k: tuple) -> tuple[int, int, int, int]:
+    return k[0], k[1], k[2], k[3]
 
 
 @dataclass(slots=True)
@@ -109,6 +113,56 @@ class LogModel(Model[LogNode]):
 
     def init(self) -> LogNode:
         return self._root
+
+    def witness(self, ops: Sequence[Op]) -> list[Op] | None:
+        """The greedy linearization of docs/LINEARIZABILITY.md §6: one append
+        per offset (the required one, else an optional one that some read
+        demands), taking effect in offset order, each as early as its call and
+        the previous append allow; each read as early as its call and the
+        appends it returned allow; the final read last."""
+        appends_at: dict[int, list[Op]] = {}
+        reads: list[Op] = []
+        exacts: list[Op] = []
+        demanded: set[tuple[int, str]] = set()
+        for op in ops:
+            cls = op.input.__class__
+            if cls is Append:
+                appends_at.setdefault(op.input.offset, []).append(op)
+            elif cls is Read:
+                reads.append(op)
+                demanded.update(op.input.records)
+            else:
+                exacts.append(op)
+                if op.input.value is not None:
+                    demanded.add((op.input.offset, op.input.value))
+        keyed: list[tuple[int, int, int, int, Op]] = []
+        effect_at: dict[tuple[int, str], int] = {}
+        t = None
+        for offset in sorted(appends_at):
+            candidates = appends_at[offset]
+            required = [op for op in candidates if op.ret is not None]
+            if len(required) > 1:
+                return None
+            chosen = required[0] if required else next(
+                (op for op in candidates if (offset, op.input.value) in demanded), None)
+            if chosen is None:
+                continue
+            t = chosen.call if t is None or chosen.call > t else t
+            effect_at[(offset, chosen.input.value)] = t
+            keyed.append((t, 0, offset, chosen.id, chosen))
+        for op in reads:
+            t = op.call
+            for record in op.input.records:
+                at = effect_at.get(record)
+                if at is None:
+                    return None
+                if at > t:
+                    t = at
+            keyed.append((t, 1, 0, op.id, op))
+        for op in exacts:
+            keyed.append((op.call, 2, op.input.offset, op.id, op))
+        keyed.sort(key=_witness_key)
+        return [k[4] for k in keyed]
 
     def _child(self, parent: LogNode, offset: int, value: str) -> LogNode:
         children = parent.children

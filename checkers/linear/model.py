@@ -14,7 +14,7 @@ docstring.
 """
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -69,6 +69,14 @@ class Model(Generic[State]):
 
     def describe_state(self, state: State) -> str:
         return repr(state)
+
+    # --- a cheap proof (optional) ---------------------------------------------
+
+    def witness(self, ops: Sequence[Op]) -> list[Op] | None:
+        """A proposed linearization of `ops` (optional ops may be left out), or
+        None. It is only a proposal: checkers/linear/witness.py verifies it,
+        and the search decides whenever it fails."""
+        return None
 
     # --- pruning (optional) ---------------------------------------------------
 
