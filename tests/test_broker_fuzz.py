@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
-from tests.broker_support import BrokerProcess, make_batch, start_broker
+from tests.broker_support import BrokerProcess, RawClient, make_batch, start_broker
 
 MAX_REQUEST_BYTES = 1 << 20
 FRAMES_PER_EXAMPLE = 50
@@ -304,10 +304,21 @@ def fuzz(port: int, total_frames: int, random_seed: int | None = None) -> FuzzSt
     return driver.stats
 
 
+# Created before the fuzz, which may use up the broker's partition limit with topics of its own.
+CHECK_TOPIC = "post-fuzz-check"
+
+
 def fuzz_broker(tmp_path: Path) -> BrokerProcess:
-    return start_broker(tmp_path / "data", extra_args=(
+    from kafka.protocol.admin.topics import CreateTopicsRequest
+    b = start_broker(tmp_path / "data", extra_args=(
         "--max-request-bytes", str(MAX_REQUEST_BYTES), "--max-partitions", "64",
         "--group-max-session-timeout-ms", "5000"))
+    with RawClient(b.port) as c:
+        created = c.call(CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+            name=CHECK_TOPIC, num_partitions=1, replication_factor=1, assignments=[], configs=[])],
+            timeout_ms=5000, validate_only=False), 5)
+    assert created.topics[0].error_code == 0
+    return b
 
 
 def check_after_fuzz(b: BrokerProcess, stats: FuzzStats) -> None:
@@ -320,11 +331,12 @@ def check_after_fuzz(b: BrokerProcess, stats: FuzzStats) -> None:
     acked = {}
     p = Producer({"bootstrap.servers": b.bootstrap, "acks": "all", "enable.idempotence": True})
     for i in range(100):
-        p.produce("after-fuzz", value=b"%d" % i,
+        p.produce(CHECK_TOPIC, value=b"%d" % i,
                   on_delivery=lambda err, m: err is None and acked.__setitem__(m.value(), m.offset()))
-    assert p.flush(20) == 0 and len(acked) == 100
+    assert p.flush(20) == 0 and len(acked) == 100, \
+        f"after the fuzz only {len(acked)} of 100 sends were acked; broker log tail:\n{b.log_text()[-2000:]}"
     c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "after-fuzz", "enable.auto.commit": False})
-    c.assign([TopicPartition("after-fuzz", 0, 0)])
+    c.assign([TopicPartition(CHECK_TOPIC, 0, 0)])
     got = {}
     deadline = time.monotonic() + 20
     while len(got) < 100 and time.monotonic() < deadline:
@@ -332,7 +344,7 @@ def check_after_fuzz(b: BrokerProcess, stats: FuzzStats) -> None:
             if not m.error():
                 got[m.value()] = m.offset()
     c.close()
-    assert got == acked
+    assert got == acked, f"read back {len(got)} of the {len(acked)} acked values, or at other offsets"
     assert b.alive()
 
 
