@@ -60,8 +60,9 @@ class KafkaServer:
         self.bound: tuple[str, int] | None = None
         self._stopped = asyncio.Event()
         self._tasks: list[asyncio.Task] = []
-        self.log_manager = None
+        self.log_manager: LogManager | None = None
         self.socket_server: SocketServer | None = None
+        self.groups: GroupCoordinator | None = None
 
     async def startup(self) -> tuple[str, int]:
         c = self.config
@@ -156,7 +157,7 @@ class KafkaServer:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         if self.socket_server is not None:
             await self.socket_server.stop()
-        if hasattr(self, "groups"):
+        if self.groups is not None:
             self.groups.shutdown()
             self.offsets.close()
         if self.log_manager is not None:
