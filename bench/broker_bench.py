@@ -6,13 +6,18 @@ defaults sends as fast as it can, then a consumer reads everything back; then a
 producer sends at a fixed 5,000 msgs/s and the latency of each message
 (delivery-report time minus produce() call time) is summarised.
 
-Run: python bench/broker_bench.py [--messages 500000] [--rate 5000] [--seconds 10] [--partitions 1]
+Run: python bench/broker_bench.py [--messages 500000] [--rate 5000] [--seconds 10] [--partitions 1] [--keep]
 Prints figures; asserts nothing. Targets on the project's 2-core machine:
 >= 50,000 msgs/s produce, >= 100,000 msgs/s fetch, p99 <= 20 ms at 5,000 msgs/s.
+Measured there (2026-11, 500,000 messages, other work sharing the cores): produce
+~290,000 msgs/s (29 MB/s), fetch ~200,000 msgs/s (20 MB/s), p50 3-5 ms and p99
+9-13 ms at 5,000 msgs/s (linger.ms=5 is most of the p50). py-spy shows the broker
+idle about half the time in both throughput runs: the Python clients are the limit.
 """
 from __future__ import annotations
 
 import argparse
+import shutil
 import statistics
 import sys
 import tempfile
@@ -106,6 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=10)
     parser.add_argument("--partitions", type=int, default=1)
     parser.add_argument("--flush", default="os", choices=("os", "fsync", "lazy"))
+    parser.add_argument("--keep", action="store_true", help="keep the broker's data directory and log")
     args = parser.parse_args(argv)
 
     work = Path(tempfile.mkdtemp(prefix="broker-bench-"))
@@ -127,6 +133,8 @@ def main(argv: list[str] | None = None) -> int:
               f"max {lat[-1] * 1000:.2f} ms, mean {statistics.fmean(lat) * 1000:.2f} ms")
     finally:
         broker.stop()
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
     return 0
 
 
