@@ -12,7 +12,7 @@ from operator import attrgetter
 from typing import Any, Literal
 
 from checkers.anomaly import DEFAULT_INVALID, DUPLICATE, NONLINEARIZABLE, Anomaly
-from checkers.offsets import check_offsets, observe
+from checkers.offsets import Observations, check_offsets, observe
 from checkers.partition import CheckOptions, PartitionHistory
 from checkers.polls import check_polls
 from checkers.replicas import replica_divergence
@@ -77,15 +77,16 @@ def check_partition(ph: PartitionHistory, options: CheckOptions) -> PartitionRep
                              _stats(ph, offsets.unjudged, not_seen.anomalies, not_seen.series),
                              unknown_reasons=unknown)
     if options.linearizability:
-        _search(ph, options, report)
+        _search(ph, options, report, obs)
     return report
 
 
-def _search(ph: PartitionHistory, options: CheckOptions, report: PartitionReport) -> None:
+def _search(ph: PartitionHistory, options: CheckOptions, report: PartitionReport,
+            obs: Observations) -> None:
     # Imported here: the search is the costly, optional part of a check.
     from checkers.linear.kafka import check_partition as linear_check
 
-    result = linear_check(ph, options)
+    result = linear_check(ph, options, obs)
     report.linearizable = result.linearizable
     report.linear_explored = result.explored
     report.linear_method = result.method

@@ -86,6 +86,14 @@ class Observations:
     # offset holding each one's value (`_landing`; sys.maxsize when unknown).
     writes: list[Send]
     landings: list[int]
+    # The highest offset each of `reads` returned: `read_marks()` computes it once.
+    marks: list[int] | None = None
+
+    def read_marks(self) -> list[int]:
+        """The highest offset each of `reads` returned, in their order."""
+        if self.marks is None:
+            self.marks = [max(map(_offset, records)) for records in map(_records, self.reads)]
+        return self.marks
 
     def reached(self, offset: int) -> bool:
         """Does the final read speak for `offset` (hold it, or read past it)?"""
@@ -446,9 +454,8 @@ def nonmonotonic_sends(ph: PartitionHistory, obs: Observations) -> list[Anomaly]
 def future_reads(ph: PartitionHistory, obs: Observations) -> list[Anomaly]:
     """An ok poll that returned offsets up to m completed before send B was
     invoked, yet B's value sits at some offset b <= m."""
-    marks = [max(map(_offset, records)) for records in map(_records, obs.reads)]
     out = []
-    for poll, m, b_send, b in _overtaken(obs, obs.reads, marks):
+    for poll, m, b_send, b in _overtaken(obs, obs.reads, obs.read_marks()):
         out.append(Anomaly(FUTURE_READ, ph.topic, ph.partition, {
             "value": b_send.value, "offset": b, "send_outcome": b_send.outcome,
             "poll_max_offset": m, **op_refs([poll, b_send]),

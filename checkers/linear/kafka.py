@@ -6,10 +6,10 @@ minimiser and the visual. Pure: Python objects in, a `LinearResult` out.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Set
 from dataclasses import dataclass, field
-from itertools import chain
-from operator import itemgetter
+from itertools import accumulate, chain
+from operator import attrgetter, itemgetter, lt
 from typing import Any
 
 from checkers.linear.logmodel import Append, LogModel, Read, ReadExact
@@ -18,6 +18,7 @@ from checkers.linear.model import Op
 from checkers.linear.search import check
 from checkers.linear.visual import render_html
 from checkers.linear.witness import verify
+from checkers.offsets import Observations, observe
 from checkers.partition import CheckOptions, PartitionHistory, Poll, Send
 
 FINAL_PROCESS = "final"
@@ -25,6 +26,11 @@ FINAL_READ = "final-read"  # the `ref` of the final read's ops
 
 _offset = itemgetter(0)
 _value = itemgetter(1)
+_records = attrgetter("records")
+_invoke_index = attrgetter("invoke_index")
+_complete_index = attrgetter("complete_index")
+_send_offset = attrgetter("offset")
+_send_value = attrgetter("value")
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,47 +54,34 @@ class LinearResult:
     method: str = "search"
 
 
-def partition_ops(ph: PartitionHistory, options: CheckOptions) -> list[Op]:
+def partition_ops(ph: PartitionHistory, options: CheckOptions,
+                  obs: Observations | None = None) -> list[Op]:
     """The log-model ops of one partition history. Each op's `ref` is the
-    Send or Poll it came from, a RetryCopy, or FINAL_READ."""
+    Send or Poll it came from, a RetryCopy, or FINAL_READ. `obs` is
+    `observe(ph)` when the caller has it: its index of what was seen where is
+    reused instead of hashing every polled record again."""
     _validate(ph)
-    ok_polls = [p for p in ph.polls if p.outcome == "ok" and p.records]
-    polled = set(map(tuple, chain.from_iterable(p.records for p in ok_polls)))
-    final = set() if ph.final is None else set(map(tuple, ph.final))
-    seen = polled | final  # (offset, value) pairs read by an ok poll or the final read
-    # value -> an offset it was seen at; values seen at several offsets in `multi`.
-    offset_of = dict(zip(map(_value, seen), map(_offset, seen)))
-    multi: dict[str, set[int]] = {}
-    if len(offset_of) < len(seen):
-        for o, v in seen:
-            if offset_of[v] != o:
-                multi.setdefault(v, {offset_of[v]}).add(o)
-
+    seen = _Seen(ph, obs)
     ops: list[Op] = []
-    acked_elsewhere: set[str] = set()
     for s in ph.sends:
-        if s.outcome == "ok":
-            ops.append(Op(len(ops), s.process, s.invoke_index, s.complete_index,
-                          Append(s.offset, s.value), None, s))
-            if offset_of.get(s.value, s.offset) != s.offset:
-                acked_elsewhere.add(s.value)
-        elif s.outcome == "info" and s.value in offset_of:
-            # It took effect where its value was first seen, or never.
-            first = min(multi[s.value]) if s.value in multi else offset_of[s.value]
-            ops.append(Op(len(ops), s.process, s.invoke_index, None, Append(first, s.value), None, s))
-        # A failed send surely did not happen: no op.
-
-    if not options.idempotent and (multi or acked_elsewhere):
-        _retry_copies(ph, ops, multi, offset_of, set(multi) | acked_elsewhere)
-
-    for p in ok_polls:
-        ops.append(Op(len(ops), p.process, p.invoke_index, p.complete_index,
-                      Read(tuple(map(tuple, p.records))), None, p))
-
+        offset = seen.append_offset(s)
+        if offset is not None:
+            ops.append(Op(len(ops), s.process, s.invoke_index,
+                          s.complete_index if s.outcome == "ok" else None,
+                          Append(offset, s.value), None, s))
+    for offset, s in _retry_copies(ph, options, seen):
+        ops.append(Op(len(ops), s.process, s.invoke_index, None, Append(offset, s.value), None,
+                      RetryCopy(s)))
+    appends = len(ops)
+    ok_polls = [p for p in ph.polls if p.outcome == "ok" and p.records]
+    ops.extend([Op(n, p.process, p.invoke_index, p.complete_index, Read(tuple(p.records)), None, p)
+                for n, p in enumerate(ok_polls, appends)])
     if ph.final is not None:
-        mentioned = set(map(_offset, polled))
-        mentioned.update(op.input.offset for op in ops if op.input.__class__ is Append)
-        _final_reads(ph, final, mentioned, ops)
+        mentioned = set(map(_offset, seen.polled))
+        mentioned.update(op.input.offset for op in ops[:appends])
+        call = 1 + _last_line(ph)  # after every line of this partition's history
+        ops.extend([Op(n, FINAL_PROCESS, call, call + 1, ReadExact(o, v), None, FINAL_READ)
+                    for n, (o, v) in enumerate(_final_exacts(ph, mentioned), len(ops))])
     return ops
 
 
@@ -106,50 +99,152 @@ def _validate(ph: PartitionHistory) -> None:
                              f"complete_index; an ok poll needs one")
 
 
-def _retry_copies(ph: PartitionHistory, ops: list[Op], multi: dict[str, set[int]],
-                  offset_of: dict[str, int], values: set[str]) -> None:
-    """A non-idempotent producer's retry may write a value again: every offset
-    a value was seen at that none of its sends' appends covers becomes an
-    optional append, callable from when the value's first send began."""
+class _Seen:
+    """Where the reads saw each value: the offsets of the (offset, value)
+    pairs that an ok poll or the final read returned. Built from `observe`'s
+    index when given (a few lookups per question), else from the records."""
+
+    __slots__ = ("ph", "obs", "polled", "_final", "_offset_of", "_multi")
+
+    def __init__(self, ph: PartitionHistory, obs: Observations | None) -> None:
+        self.ph = ph
+        self.obs = obs
+        self._final: set[tuple[int, str]] | None = None
+        if obs is not None:
+            self.polled: Set[tuple[int, str]] = obs.polled.keys()
+            return
+        self.polled = set(chain.from_iterable(
+            p.records for p in ph.polls if p.outcome == "ok" and p.records))
+        seen = self.polled | self.final()
+        # value -> an offset it was seen at; values seen at several offsets in `_multi`.
+        self._offset_of = dict(zip(map(_value, seen), map(_offset, seen)))
+        self._multi: dict[str, set[int]] = {}
+        if len(self._offset_of) < len(seen):
+            for o, v in seen:
+                if self._offset_of[v] != o:
+                    self._multi.setdefault(v, {self._offset_of[v]}).add(o)
+
+    def final(self) -> set[tuple[int, str]]:
+        if self._final is None:
+            self._final = set() if self.ph.final is None else set(self.ph.final)
+        return self._final
+
+    def offsets(self, value: str) -> list[int]:
+        """The offsets `value` was read at, ascending."""
+        obs = self.obs
+        if obs is None:
+            more = self._multi.get(value)
+            if more:
+                return sorted(more)
+            return [self._offset_of[value]] if value in self._offset_of else []
+        return [o for o in obs.offsets_of(value)
+                if (o, value) in self.polled or self._in_final(o, value)]
+
+    def _in_final(self, offset: int, value: str) -> bool:
+        obs = self.obs
+        if obs.final_at.get(offset) == value:
+            return True
+        # final_at keeps one value per offset; several are listed in multi_values.
+        return offset in obs.multi_values and (offset, value) in self.final()
+
+    def append_offset(self, s: Send) -> int | None:
+        """Where `s` appends: an ok send at its acked offset (required); an
+        info send where its value was first read (optional), if it was read
+        at all. A failed send surely did not happen: None."""
+        if s.outcome == "ok":
+            return s.offset
+        if s.outcome == "info":
+            offsets = self.offsets(s.value)
+            return offsets[0] if offsets else None
+        return None
+
+    def copy_candidates(self) -> tuple[set[str], list[Send] | None]:
+        """Values that may need a retry's copy (read at several offsets, or at
+        one other than an ack of it), a superset, with their sends (None: all
+        of `ph.sends`)."""
+        obs = self.obs
+        if obs is None:
+            acked_elsewhere = {s.value for s in self.ph.sends if s.outcome == "ok"
+                               and self._offset_of.get(s.value, s.offset) != s.offset}
+            return set(self._multi) | acked_elsewhere, None
+        # Both leave the value at two offsets among all sightings, acks included.
+        values = set(obs.multi_offsets)
+        return values, [s for v in values for s in obs.writers_of(v)]
+
+
+def _retry_copies(ph: PartitionHistory, options: CheckOptions,
+                  seen: _Seen) -> list[tuple[int, Send]]:
+    """(offset, send) of each extra append. A non-idempotent producer's retry
+    may write a value again: every offset a value was read at that none of
+    its sends' appends covers becomes an optional append, callable from when
+    the value's first send began."""
+    if options.idempotent:
+        return []
+    candidates, sends = seen.copy_candidates()
+    if not candidates:
+        return []
+    read_at = {v: seen.offsets(v) for v in candidates}
     covered: dict[str, set[int]] = {}
     first_send: dict[str, Send] = {}
-    for op in ops:
-        v = op.input.value
-        if v in values:
-            covered.setdefault(v, set()).add(op.input.offset)
-            if v not in first_send or op.ref.invoke_index < first_send[v].invoke_index:
-                first_send[v] = op.ref
-    for v in sorted(values & first_send.keys()):
-        s = first_send[v]
-        for o in sorted(multi.get(v, {offset_of[v]}) - covered[v]):
-            ops.append(Op(len(ops), s.process, s.invoke_index, None, Append(o, v), None, RetryCopy(s)))
+    acked_elsewhere: set[str] = set()
+    for s in ph.sends if sends is None else sends:  # in history order, per value
+        v = s.value
+        if v not in candidates:
+            continue
+        offset = seen.append_offset(s)
+        if offset is None:
+            continue
+        if s.outcome == "ok" and len(read_at[v]) == 1 and read_at[v][0] != offset:
+            acked_elsewhere.add(v)
+        covered.setdefault(v, set()).add(offset)
+        if v not in first_send or s.invoke_index < first_send[v].invoke_index:
+            first_send[v] = s
+    values = {v for v, offsets in read_at.items() if len(offsets) > 1} | acked_elsewhere
+    return [(o, first_send[v]) for v in sorted(values & first_send.keys())
+            for o in read_at[v] if o not in covered[v]]
 
 
-def _final_reads(ph: PartitionHistory, final: set[tuple[int, str]], mentioned: set[int],
-                 ops: list[Op]) -> None:
-    """The final read, one ReadExact per offset, after every other op. Offsets
-    in gaps that no other op mentions are left out: nothing could ever be
-    appended there, so their ReadExact(None) would hold trivially. A complete
-    final read also says nothing lies past its end."""
-    exact: set[tuple[int, str | None]] = set(final)
+def _final_exacts(ph: PartitionHistory, mentioned: set[int]) -> list[tuple[int, str | None]]:
+    """The final read as (offset, value or None) checks, in offset order, one
+    per offset. Offsets in gaps that no other op mentions are left out:
+    nothing could ever be appended there, so their ReadExact(None) would hold
+    trivially. A complete final read also says nothing lies past its end."""
+    final = set(ph.final or ())
     held = set(map(_offset, final))
     last = max(held, default=-1)
-    for o in mentioned - held:
-        if o <= last or ph.final_complete:
-            exact.add((o, None))
-    lines = [i for x in (*ph.sends, *ph.polls) for i in (x.invoke_index, x.complete_index)
-             if i is not None]
-    call = 1 + max(lines, default=-1)  # after every line of this partition's history
-    for o, v in sorted(exact, key=lambda r: (r[0], r[1] is None, r[1] or "")):
-        ops.append(Op(len(ops), FINAL_PROCESS, call, call + 1, ReadExact(o, v), None, FINAL_READ))
+    gaps = [(o, None) for o in mentioned - held if o <= last or ph.final_complete]
+    # Gap offsets hold nothing in the final read, so no two entries share an
+    # offset unless both have values: the tuples sort natively.
+    return sorted([*final, *gaps])
 
 
-def check_partition(ph: PartitionHistory, options: CheckOptions) -> LinearResult:
+def _last_line(ph: PartitionHistory) -> int:
+    """The highest history index of this partition's sends and polls, or -1."""
+    ops = (ph.sends, ph.polls)
+    invoked = max(chain.from_iterable(map(_invoke_index, x) for x in ops), default=-1)
+    completed = max(filter(None, chain.from_iterable(map(_complete_index, x) for x in ops)),
+                    default=-1)
+    return max(invoked, completed)
+
+
+def check_partition(ph: PartitionHistory, options: CheckOptions,
+                    obs: Observations | None = None) -> LinearResult:
     """Search one partition's ops against the log model. `linearizable` is the
     search's answer for the ops as given: with an incomplete final read the
-    caller must still not call the partition valid (checkers/check.py does so)."""
-    ops = partition_ops(ph, options)
+    caller must still not call the partition valid (checkers/check.py does so).
+    `obs` is `observe(ph)` when the caller has it.
+
+    With `linear_method` "witness", the linearization of docs/LINEARIZABILITY.md
+    §6 is checked first, straight on the partition (`greedy_witness`); then,
+    on the ops, the log model's own witness (`LogModel.witness` + `verify`);
+    the search runs only when both fail."""
     model = LogModel()
+    if options.linear_method == "witness":
+        obs = observe(ph) if obs is None else obs
+        holds = greedy_witness(ph, options, obs)
+        if holds is not None:
+            return LinearResult(True, explored=0, ops=holds, method="witness")
+    ops = partition_ops(ph, options, obs)
     if options.linear_method == "witness":
         order = model.witness(ops)
         if order is not None and verify(model, ops, order):
@@ -166,6 +261,77 @@ def check_partition(ph: PartitionHistory, options: CheckOptions) -> LinearResult
     result.explanation = cx.explanation
     result.html = render_html(cx, title=f"{ph.topic}/{ph.partition}: not linearizable")
     return result
+
+
+def greedy_witness(ph: PartitionHistory, options: CheckOptions, obs: Observations) -> int | None:
+    """Does the greedy linearization of `partition_ops(ph, options)` (the one
+    `LogModel.witness` proposes, docs/LINEARIZABILITY.md §6) exist and hold?
+    Decided on the partition itself, without building the ops, in C-level
+    passes over sends, distinct polled records and the final read. Returns the
+    number of ops it linearized (as `len(partition_ops(...))`), or None when
+    it fails (the caller then searches).
+
+    The order: one append per offset (the ok send acked there, else the first
+    optional append there: every optional append writes a pair some read or
+    the final read saw, so each is demanded), taking effect in offset order at
+    t(o) = the latest call among the appends up to o; each ok poll at
+    max(its call, t(m)), m its highest record offset; the final read last.
+    It is a linearization iff:
+      - no two ok sends were acked at one offset, and every offset is >= 0
+        (the empty log ends at -1);
+      - every required op returns no earlier than its point (an op placed
+        before it was called at that point, and at no later one);
+      - every record an ok poll returned is the pair appended at its offset
+        (then, at the poll's point, the log holds all of them);
+      - the final read holds exactly the appended value at each offset it
+        holds, and nothing was appended at an offset it speaks for (below its
+        last offset, or anywhere if complete) without holding it.
+    """
+    _validate(ph)
+    seen = _Seen(ph, obs)
+    oks = [s for s in ph.sends if s.outcome == "ok"]
+    value_at = dict(zip(map(_send_offset, oks), map(_send_value, oks)))
+    if len(value_at) < len(oks):
+        return None  # two required appends at one offset
+    call_at = dict(zip(map(_send_offset, oks), map(_invoke_index, oks)))
+    optional = [(o, s) for s in ph.sends if s.outcome == "info"
+                for o in (seen.append_offset(s),) if o is not None]
+    optional += _retry_copies(ph, options, seen)
+    for o, s in optional:  # the first optional append at each free offset
+        if o not in value_at:
+            value_at[o] = s.value
+            call_at[o] = s.invoke_index
+    offsets = sorted(value_at)
+    if offsets and offsets[0] < 0:
+        return None
+    point = dict(zip(offsets, accumulate(map(call_at.__getitem__, offsets), max)))
+    if any(map(lt, map(_complete_index, oks), map(point.__getitem__, map(_send_offset, oks)))):
+        return None  # an ok send returned before its append's point
+    polled = seen.polled
+    if list(map(value_at.get, map(_offset, polled))) != list(map(_value, polled)):
+        return None  # a poll returned a record that no append wrote
+    reads = obs.reads
+    points = map(max, map(_invoke_index, reads), map(point.__getitem__, obs.read_marks()))
+    if any(map(lt, map(_complete_index, reads), points)):
+        return None  # a poll returned before the appends it read took effect
+    exacts = 0
+    if ph.final is not None:
+        final = ph.final
+        if list(map(value_at.get, map(_offset, final))) != list(map(_value, final)):
+            return None  # the final read holds something else, or nothing was appended there
+        held = set(map(_offset, final))
+        last = max(held, default=-1)
+        unheld = value_at.keys() - held
+        if unheld and (ph.final_complete or min(unheld) <= last):
+            return None  # appended where the final read says there is nothing
+        mentioned = set(map(_offset, polled))
+        mentioned.update(map(_send_offset, oks))
+        mentioned.update(map(_offset, optional))
+        gaps = mentioned - held
+        if not ph.final_complete:
+            gaps = [o for o in gaps if o <= last]
+        exacts = len(seen.final()) + len(gaps)
+    return len(oks) + len(optional) + len(reads) + exacts
 
 
 def _origin(op: Op) -> tuple[str, Send | Poll | None, bool]:

@@ -8,30 +8,115 @@ That check is O(n) model steps, so a model that can propose a good witness
 cheaply (`Model.witness`) spares the exponential search on histories that are
 linearizable; when the witness fails, the caller runs the complete search,
 which alone may answer "not linearizable".
+
+For the log model the steps are not replayed one by one through
+`LogModel.step`: along one order the log only grows, so each kind of op is
+checked against the appends placed before it in a few C-level passes
+(`_log_allows`), with the same answer as the step-by-step replay.
 """
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
+from itertools import accumulate, chain, compress, islice, repeat
+from operator import attrgetter, ge, is_, lt
 
+from checkers.linear.logmodel import Append, LogModel, Read, ReadExact
 from checkers.linear.model import Model, Op
+
+_id = attrgetter("id")
+_call = attrgetter("call")
+_ret = attrgetter("ret")
+_input = attrgetter("input")
+_offset = attrgetter("offset")
+_value = attrgetter("value")
+_records = attrgetter("records")
 
 
 def verify(model: Model, ops: Sequence[Op], order: Sequence[Op]) -> bool:
     """True iff `order` is a linearization of `ops` under `model`."""
-    seen: set[int] = set()
-    latest_call = None  # the latest call among ops already placed
+    ids = list(map(_id, order))
+    placed = set(ids)
+    if len(placed) != len(ids):
+        return False  # an op placed twice
+    if not _respects_real_time(order):
+        return False
+    if type(model) is LogModel:
+        allowed = _log_allows(order)
+        if allowed is not None and not allowed:
+            return False
+        if allowed is None and not _model_allows(model, order):
+            return False
+    elif not _model_allows(model, order):
+        return False
+    return all(op.id in placed for op in ops if op.ret is not None)
+
+
+def _respects_real_time(order: Sequence[Op]) -> bool:
+    """No op returned before an op placed earlier was called."""
+    if len(order) < 2:
+        return True
+    latest_call = accumulate(map(_call, order), max)  # the latest call up to each op
+    returns = [sys.maxsize if r is None else r for r in map(_ret, order[1:])]
+    return not any(map(lt, returns, latest_call))
+
+
+def _model_allows(model: Model, order: Sequence[Op]) -> bool:
     state = model.init()
     for op in order:
-        if op.id in seen:
-            return False
-        seen.add(op.id)
-        # `op` may follow an op placed earlier only if it did not return
-        # before that op was called.
-        if op.ret is not None and latest_call is not None and op.ret < latest_call:
-            return False
-        if latest_call is None or op.call > latest_call:
-            latest_call = op.call
         state = model.step(state, op)
         if state is None:
             return False
-    return all(op.id in seen for op in ops if op.ret is not None)
+    return True
+
+
+def _log_allows(order: Sequence[Op]) -> bool | None:
+    """Does the log model allow `order`, step by step from the empty log?
+    None when the order holds ops that are not the log model's, or reads of
+    records that are not (offset, value) tuples: `LogModel.step` decides those.
+
+    Along `order` the log only grows, so it is decided by kind, each in one
+    C-level pass: the appends' offsets strictly increase (from the empty log's
+    -1); each record a read returned was appended, with that value, before the
+    read; each final read finds what the appends placed before it left there."""
+    inputs = list(map(_input, order))
+    kinds = list(map(type, inputs))
+    if kinds.count(Append) + kinds.count(Read) + kinds.count(ReadExact) != len(kinds):
+        return None
+    positions = range(len(order))
+    appended_at = list(compress(positions, map(is_, kinds, repeat(Append))))
+    appends = list(map(inputs.__getitem__, appended_at))
+    offsets = list(map(_offset, appends))
+    if not all(map(lt, chain((-1,), offsets), offsets)):
+        return False
+    values = list(map(_value, appends))
+    read_at = list(compress(positions, map(is_, kinds, repeat(Read))))
+    if read_at:
+        written_at = dict(zip(zip(offsets, values), appended_at))  # (offset, value) -> position
+        records = list(map(_records, map(inputs.__getitem__, read_at)))
+        lengths = list(map(len, records))
+        if 0 in lengths:  # an empty read is always allowed
+            read_at = list(compress(read_at, lengths))
+            records = list(compress(records, lengths))
+            lengths = list(filter(None, lengths))
+        # Position of the append of each record (sys.maxsize: none), then per
+        # read the latest of its records': islice takes each read's run in turn.
+        where = iter(map(written_at.get, chain.from_iterable(records), repeat(sys.maxsize)))
+        try:
+            needs = list(map(max, map(islice, repeat(where), lengths)))
+        except TypeError:  # unhashable records: not (offset, value) tuples
+            return None
+        if any(map(ge, needs, read_at)):
+            return False
+    exact_at = list(compress(positions, map(is_, kinds, repeat(ReadExact))))
+    if exact_at:
+        exacts = list(map(inputs.__getitem__, exact_at))
+        if not appended_at or exact_at[0] > appended_at[-1]:  # the usual case: after every append
+            held = dict(zip(offsets, values))
+            return list(map(held.get, map(_offset, exacts))) == list(map(_value, exacts))
+        placed = dict(zip(offsets, zip(appended_at, values)))  # offset -> (position, value)
+        for at, exact in zip(exact_at, exacts):
+            position, value = placed.get(exact.offset, (at, None))
+            if (value if position < at else None) != exact.value:
+                return False
+    return True
