@@ -15,9 +15,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "e.g. results/latest")
     parser.add_argument("--no-write", action="store_true",
                         help="print the verdict only; write neither results.json nor linear/")
+    parser.add_argument("--jobs", type=_positive, default=None, metavar="N",
+                        help="processes that read and check the run side by side (default: one "
+                             "per CPU; 1: all in this process)")
+
+
+def _positive(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of processes")
+    return n
 
 
 def run(args: argparse.Namespace) -> int:
     from harness.checking import check_run
 
-    return check_run(args.run_dir, write=not args.no_write, out=sys.stdout).exit_code
+    return check_run(args.run_dir, write=not args.no_write, out=sys.stdout,
+                     jobs=args.jobs).exit_code
