@@ -93,6 +93,10 @@ class FinalReader:
         return self._read()
 
     def _read(self) -> Iterator[FinalEntry]:
+        # One loop, written for speed: a run's final.jsonl holds millions of
+        # record lines. Each record appears once in the final read and once per
+        # replica: equal records of a partition are one tuple object (`known`),
+        # which saves memory and makes the later hashing and pickling cheap.
         problems = self.problems
         path = self.path
         where = str(path)
@@ -100,6 +104,7 @@ class FinalReader:
         decode_error = orjson.JSONDecodeError
         keys: dict[PartitionKey, PartitionKey] = {}  # one shared key tuple per partition
         nodes: dict[str, str] = {}
+        known: dict[PartitionKey, dict[int, Record]] = {}  # partition -> offset -> record
         held: str | None = None  # a bad line's problem: an error unless that line was the last
         number = 0
         with open(path, "rb") as file:
@@ -156,7 +161,13 @@ class FinalReader:
                     elif epoch is not None and type(epoch) is not int:
                         held = _missing_or_bad(d, "leader_epoch", "an integer or null")
                     else:
-                        yield kind, key, node, (offset, value)
+                        records = known.get(key)
+                        if records is None:
+                            records = known[key] = {}
+                        record = records.get(offset)
+                        if record is None or record[1] != value:
+                            record = records[offset] = (offset, value)
+                        yield kind, key, node, record
                 elif kind == "read-state":
                     complete = d.get("complete")
                     if type(complete) is not bool:

@@ -326,6 +326,7 @@ class HistoryReader:
         known_fields = _KNOWN_FIELDS
         required = _REQUIRED
         grouped: Any = None
+        shared_records: dict[tuple[str, int], dict[int, tuple[int, str]]] = {}
         pending: dict[int, tuple[int, int, str, Any]] = {}  # process -> (index, time, f, value)
         unknown_fs: set[str] = set()
         held: str | None = None
@@ -376,7 +377,7 @@ class HistoryReader:
                                 held = _check_send_ok(v)
                     elif pair and f == "poll" and ty == "ok":
                         # Checked and grouped per partition in one pass over the records.
-                        grouped = _group_records(v)
+                        grouped = _group_records(v, shared_records)
                         if type(grouped) is str:
                             held = grouped
                     else:
@@ -548,14 +549,17 @@ def _check_poll_ok(v: Any) -> str | None:
     return None
 
 
-def _group_records(v: Any) -> dict[tuple[str, int], list[tuple[int, str]]] | str:
+def _group_records(v: Any, shared: dict[tuple[str, int], dict[int, tuple[int, str]]]
+                   ) -> dict[tuple[str, int], list[tuple[int, str]]] | str:
     """An ok poll's records grouped by (topic, partition) as (offset, value)
-    pairs; or what is wrong with them. (Equal values are not shared: hashing
-    millions of polled values cost more time than the memory was worth.)"""
+    pairs; or what is wrong with them. A record seen before in the history
+    is the same tuple object (`shared`: per partition, offset -> the record):
+    consumers read records several times, and one object per record saves
+    memory and makes every later hash and comparison of it cheap."""
     if type(v) is not dict or type(v.get("records")) is not list:
         return _expect("value", v, 'an object {"records": [...]}')
     grouped: dict[tuple[str, int], list[tuple[int, str]]] = {}
-    topic = partition = group = None
+    topic = partition = group = known = None
     for record in v["records"]:  # runs millions of times: kept lean
         if type(record) is not dict:
             return _poll_record_error(v["records"])
@@ -573,7 +577,15 @@ def _group_records(v: Any) -> dict[tuple[str, int], list[tuple[int, str]]] | str
             group = grouped.get((topic, p))
             if group is None:
                 group = grouped[(topic, p)] = []
-        group.append((offset, value))
+            known = shared.get((topic, p))
+            if known is None:
+                known = shared[(topic, p)] = {}
+        pair = known.get(offset)
+        if pair is None:
+            pair = known[offset] = (offset, value)
+        elif pair[1] != value:
+            pair = (offset, value)  # another value at that offset: kept apart
+        group.append(pair)
     return grouped
 
 
