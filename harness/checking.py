@@ -32,7 +32,7 @@ from checkers.anomaly import Anomaly
 from checkers.check import PartitionReport, check_partition
 from checkers.partition import CheckOptions, PartitionHistory
 from harness.errors import BadInput
-from harness.loading import LoadedRun, load_run
+from harness.loading import LoadedRun, fresh_copy, load_run
 from harness.summary import (
     EXAMPLES_PER_ANOMALY, build_results, partition_name, print_summary, write_results,
 )
@@ -42,6 +42,8 @@ LINEAR_DIR = "linear"
 # Below this many ops and final records in all, partitions are checked in this
 # process whatever `jobs` says: forking and pickling would cost more than it saves.
 FORK_MIN_OPS = 50_000
+# From this many ops and final records a partition is checked on a fresh copy.
+COPY_MIN_OPS = 20_000
 _STDOUT = object()  # check_run's default `out`: sys.stdout as it is at the call
 
 
@@ -99,8 +101,14 @@ def check_partitions(run: LoadedRun, jobs: int | None = 1,
         workers = 1  # a worker costs a fork and a pickle: not worth it for a small run
     with _collector_off():
         if workers <= 1:
-            return [check_partition(ph, run.options) for ph in histories]
+            return [_check(ph, run.options) for ph in histories]
         return _check_in_workers(histories, run.options, workers, keep)
+
+
+def _check(ph: PartitionHistory, options: CheckOptions) -> PartitionReport:
+    """`check_partition` of a large partition runs on a fresh copy of it
+    (`fresh_copy`: the loaded objects are scattered over the heap)."""
+    return check_partition(fresh_copy(ph) if _size(ph) >= COPY_MIN_OPS else ph, options)
 
 
 def compact(report: PartitionReport, keep: int) -> PartitionReport:
@@ -218,7 +226,7 @@ def _work(histories: list[PartitionHistory], share: list[int], options: CheckOpt
         signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C: the parent reports it
         reports = []
         for i in share:
-            report = check_partition(histories[i], options)
+            report = _check(histories[i], options)
             reports.append((i, report if keep is None else compact(report, keep)))
         message = pickle.dumps(("reports", reports), protocol=pickle.HIGHEST_PROTOCOL)
     except BaseException as e:  # everything goes back to the parent

@@ -326,6 +326,49 @@ def attach_final(partitions: dict[PartitionKey, PartitionHistory], final: FinalL
         ph.replica_states = final.replica_states.get(key, {})
 
 
+def fresh_copy(ph: PartitionHistory) -> PartitionHistory:
+    """An equal copy of `ph` whose sends, polls, records and final read sit in
+    fresh, contiguous memory, each distinct value string and (offset, value)
+    record once.
+
+    Why: a loaded partition's objects are spread over the whole heap,
+    interleaved with the other partitions' and with what parsing freed, and
+    the checks walk them many times; on the 1M-line benchmark a partition's
+    check took 2.7 s as loaded and 1.1 s on a copy that cost 0.6 s to make.
+    Ints are copied by `+ 0` (a new int object), strings by encode/decode.
+    Replica logs, replica states and resets are kept as they are (walked once)."""
+    strings: dict[str, str] = {}
+    records: dict[tuple[int, str], tuple[int, str]] = {}
+
+    def string(value: str) -> str:
+        copy = strings.get(value)
+        if copy is None:
+            copy = strings[value] = value.encode("utf-8", "surrogatepass").decode(
+                "utf-8", "surrogatepass")
+        return copy
+
+    def record(r: tuple[int, str]) -> tuple[int, str]:
+        copy = records.get(r)
+        if copy is None:
+            copy = records[r] = (r[0] + 0, string(r[1]))
+        return copy
+
+    sends = [Send(s.process, string(s.value), s.outcome, s.invoke_index + 0, s.invoke_time + 0,
+                  _copied(s.complete_index), _copied(s.complete_time), _copied(s.offset),
+                  s.leader_epoch, s.error) for s in ph.sends]
+    polls = [Poll(p.process, p.outcome, p.invoke_index + 0, p.invoke_time + 0,
+                  _copied(p.complete_index), _copied(p.complete_time), list(map(record, p.records)),
+                  p.error) for p in ph.polls]
+    final = None if ph.final is None else list(map(record, ph.final))
+    return PartitionHistory(ph.topic, ph.partition, sends, polls, ph.resets, final,
+                            ph.final_complete, ph.replicas, ph.replica_states)
+
+
+def _copied(n: int | None) -> int | None:
+    return None if n is None else n + 0
+
+
+
 @contextmanager
 def _gc_paused() -> Iterator[None]:
     """Pause the cyclic garbage collector while a run loads: building a million
