@@ -1,19 +1,32 @@
-"""Benchmark of `fencepost check`'s input side on a large synthetic run: prints
-figures, asserts nothing about time.
+"""Benchmark of `fencepost check` on a large synthetic run: prints figures,
+asserts nothing about time.
 
-Each stage runs in a fresh process (so peak RSS is that stage's own):
-  parse      iter_history over every line (read + validate)
-  pair       HistoryReader.operations() (parse + pairing)
-  load       load_run: parse + pair + group per partition + final.jsonl
-  check      check_run with linearizability as test.json says (default on)
-  check-nolin  load, every partition's check with the search off, the verdict
+The run: 1,000,000 history lines of 3 partitions, 10 producer processes and 2
+consumers (`GenConfig(seed=1, lines=1_000_000, consumer_share=0.12,
+p_reassign=0.001, p_crash=0.001)`: consumers that mostly read on from where
+they are, as two real consumers would), generated once into --dir.
 
-Usage: python bench/check_bench.py [--lines N] [--seed S] [--dir DIR] [--stages ...]
+Each stage runs in a fresh process, with --jobs N and with --jobs 1:
+  parse   load_run: history.jsonl and final.jsonl into the checkers' input
+          (final.jsonl read in a second process when jobs > 1)
+  check   check_run, as `fencepost check --no-write` does it: parse, every
+          check of every partition (in `jobs` worker processes), the verdict,
+          results.json's document
+Wall-clock is the headline (what a user waits for: from the start of the
+stage to its end, the freeing of the loaded run included), CPU time of the
+process tree beside it. Memory, from one more run of each stage: the peak of
+the summed proportional set size (PSS) of the stage's process tree, sampled
+every 50 ms by this process (reading smaps slows the process it reads, hence
+the separate run); and, as an upper bound, the stage process's own peak RSS
+plus its largest child's (`getrusage`; RSS counts shared pages in both).
+
+Usage: python bench/check_bench.py [--dir DIR] [--jobs N] [--lines N] [--seed S] [--repeat R]
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -25,42 +38,40 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 STAGE_CODE = {
-    "parse": "from harness.history import iter_history\n"
-             "n = sum(1 for _ in iter_history(RUN / 'history.jsonl'))",
-    "pair": "from harness.history import HistoryReader\n"
-            "n = sum(1 for _ in HistoryReader(RUN / 'history.jsonl').operations())",
-    "load": "from harness.loading import load_run\n"
-            "run = load_run(RUN)\n"
-            "n = sum(len(p.sends) + len(p.polls) for p in run.partitions.values())",
+    "parse": "from harness.loading import load_run\n"
+             "run = load_run(RUN, parallel=JOBS > 1)\n"
+             "ops = run.counts.ops\n"
+             "del run\n",
     "check": "from harness.checking import check_run\n"
-             "n = check_run(RUN, write=False, out=None).exit_code",
-    "check-nolin": "from harness.checking import check_partitions\n"
-                   "from harness.loading import load_run\n"
-                   "from harness.verdict import decide\n"
-                   "run = load_run(RUN)\n"
-                   "run.options.linearizability = False\n"
-                   "n = decide(run, check_partitions(run)).exit_code",
+             "ops = check_run(RUN, write=False, out=None, jobs=JOBS).results['checked']['ops']\n",
 }
 
 RUNNER = """
 import json, resource, sys, time
 from pathlib import Path
 sys.path.insert(0, {root!r})
-RUN = Path({run!r})
+RUN, JOBS = Path({run!r}), {jobs}
 started, cpu_started = time.perf_counter(), time.process_time()
 {code}
 seconds = time.perf_counter() - started
-print(json.dumps({{"seconds": seconds, "cpu": time.process_time() - cpu_started, "result": n,
-                  "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
+cpu = time.process_time() - cpu_started
+children = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps({{"seconds": seconds, "cpu": cpu + children.ru_utime + children.ru_stime,
+                  "ops": ops,
+                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "child_rss_mb": children.ru_maxrss / 1024}}))
 """
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dir", type=Path, help="reuse (or create) the run here")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                        help="worker processes for the parallel figures (default: one per CPU)")
     parser.add_argument("--lines", type=int, default=1_000_000)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--dir", type=Path, help="reuse (or create) the run here")
-    parser.add_argument("--stages", nargs="+", default=list(STAGE_CODE), choices=list(STAGE_CODE))
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="run each stage this many times; the fastest is shown")
     args = parser.parse_args()
 
     scratch = None if args.dir else Path(tempfile.mkdtemp(prefix="fencepost-bench-"))
@@ -77,24 +88,84 @@ def _measure(run_dir: Path, args: argparse.Namespace) -> None:
         from tests.synth.generate import GenConfig, generate_to_dir
 
         started = time.perf_counter()
-        generate_to_dir(run_dir, GenConfig(seed=args.seed, lines=args.lines))
+        generate_to_dir(run_dir, GenConfig(seed=args.seed, lines=args.lines, consumer_share=0.12,
+                                           p_reassign=0.001, p_crash=0.001))
         print(f"generated {run_dir} in {time.perf_counter() - started:.1f} s")
     lines = sum(1 for _ in open(run_dir / "history.jsonl", "rb"))
     final_lines = sum(1 for _ in open(run_dir / "final.jsonl", "rb"))
     size = (run_dir / "history.jsonl").stat().st_size / 2**20
-    print(f"history: {lines:,} lines ({size:.0f} MiB); final.jsonl: {final_lines:,} lines")
-    print("(lines/s and s per 1M from CPU time, which other load on the machine disturbs less)")
-    print(f"{'stage':<12} {'wall s':>7} {'CPU s':>7} {'lines/s':>10} {'s per 1M':>9} {'peak RSS':>9}")
-    for stage in args.stages:
-        code = RUNNER.format(root=str(ROOT), run=str(run_dir), code=STAGE_CODE[stage])
-        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-        if done.returncode != 0:
-            print(f"{stage:<12} failed:\n{done.stderr[-2000:]}")
-            continue
-        figures = json.loads(done.stdout.strip().splitlines()[-1])
-        cpu = figures["cpu"]
-        print(f"{stage:<12} {figures['seconds']:>7.2f} {cpu:>7.2f} {lines / cpu:>10,.0f} "
-              f"{cpu * 1e6 / lines:>9.2f} {figures['max_rss_mb']:>7.0f} MB")
+    final_size = (run_dir / "final.jsonl").stat().st_size / 2**20
+    print(f"history.jsonl: {lines:,} lines ({size:.0f} MiB); final.jsonl: {final_lines:,} lines "
+          f"({final_size:.0f} MiB); {os.cpu_count()} CPUs")
+    print(f"{'jobs':>4} {'stage':<6} {'wall s':>7} {'ops/s':>9} {'CPU s':>6} "
+          f"{'peak PSS':>9} {'RSS bound':>10}")
+    for jobs in dict.fromkeys((args.jobs, 1)):
+        figures = {stage: _best(run_dir, stage, jobs, args.repeat) for stage in STAGE_CODE}
+        for stage, f in figures.items():
+            if f is None:
+                continue
+            print(f"{jobs:>4} {stage:<6} {f['seconds']:>7.2f} {f['ops'] / f['seconds']:>9,.0f} "
+                  f"{f['cpu']:>6.2f} {f['pss_mb']:>6.0f} MB {f['rss_mb'] + f['child_rss_mb']:>7.0f} MB")
+        if all(figures.values()):
+            ratio = figures["check"]["seconds"] / figures["parse"]["seconds"]
+            print(f"{jobs:>4} check/parse = {ratio:.2f} (wall)")
+
+
+def _best(run_dir: Path, stage: str, jobs: int, repeat: int) -> dict | None:
+    runs = [_run_stage(run_dir, stage, jobs, sample=False) for _ in range(repeat)]
+    done = [r for r in runs if r is not None]
+    if not done:
+        return None
+    best = min(done, key=lambda r: r["seconds"])
+    sampled = _run_stage(run_dir, stage, jobs, sample=True)
+    best["pss_mb"] = sampled["pss_mb"] if sampled else float("nan")
+    return best
+
+
+def _run_stage(run_dir: Path, stage: str, jobs: int, sample: bool) -> dict | None:
+    code = RUNNER.format(root=str(ROOT), run=str(run_dir), jobs=jobs, code=STAGE_CODE[stage])
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        process = subprocess.Popen([sys.executable, "-c", code], stdout=out, stderr=err)
+        peak_pss = 0
+        while process.poll() is None:
+            if sample:
+                peak_pss = max(peak_pss, _tree_pss_kb(process.pid))
+            time.sleep(0.05)
+        out.seek(0)
+        err.seek(0)
+        if process.returncode != 0:
+            print(f"{stage} (jobs {jobs}) failed:\n{err.read()[-2000:]}")
+            return None
+        figures = json.loads(out.read().strip().splitlines()[-1])
+    figures["pss_mb"] = peak_pss / 1024
+    return figures
+
+
+def _tree_pss_kb(root: int) -> int:
+    """Summed PSS of `root` and its descendants (Linux /proc), in KiB."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            ppid = int(stat[stat.rindex(b")") + 2:].split()[1])
+            children.setdefault(ppid, []).append(int(entry))
+    total, stack = 0, [root]
+    while stack:
+        pid = stack.pop()
+        stack.extend(children.get(pid, ()))
+        try:
+            with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
+                for line in f:
+                    if line.startswith(b"Pss:"):
+                        total += int(line.split()[1])
+                        break
+        except OSError:
+            pass
+    return total
 
 
 if __name__ == "__main__":
