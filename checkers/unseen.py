@@ -9,12 +9,12 @@ from __future__ import annotations
 import sys
 from bisect import bisect_right
 from dataclasses import dataclass, field
-from itertools import chain, repeat
-from operator import attrgetter
+from itertools import chain, compress, repeat
+from operator import attrgetter, itemgetter, not_
 from typing import TypeVar
 
 from checkers.anomaly import UNSEEN, Anomaly
-from checkers.offsets import Observations, describe, first_poll_of_values, observe, op_refs
+from checkers.offsets import Observations, first_poll_of_values, observe
 from checkers.partition import PartitionHistory, Poll, Send
 
 MAX_POINTS = 1000
@@ -23,6 +23,8 @@ T = TypeVar("T")
 _send_value = attrgetter("value")
 _complete_index = attrgetter("complete_index")
 _complete_time = attrgetter("complete_time")
+_by_offset = attrgetter("offset", "complete_index")
+_value = itemgetter(1)
 
 
 @dataclass(slots=True)
@@ -43,16 +45,20 @@ def unseen(ph: PartitionHistory, obs: Observations | None = None,
     polls = [p for p in ph.polls if p.outcome == "ok" and p.complete_index is not None]
 
     anomalies = []
-    never = [s for s in acked if s.value not in first_polled]
+    never = list(compress(acked, map(not_, map(first_polled.__contains__, map(_send_value, acked)))))
     if never:
-        final_values = {v for _, v in ph.final or ()}
-        for s in sorted(never, key=lambda s: (s.offset is None, s.offset, s.complete_index)):
-            in_final = s.value in final_values
-            anomalies.append(Anomaly(UNSEEN, ph.topic, ph.partition, {
-                "value": s.value, "offset": s.offset, "in_final": in_final, **op_refs([s]),
-                "explanation": f"{describe(s)} of {s.value!r} was acked at offset {s.offset}, but "
-                               f"no ok poll returned it; the final read "
-                               f"{'holds' if in_final else 'does not hold'} it"}))
+        final_values = set(map(_value, ph.final or ()))
+        where = (UNSEEN, ph.topic, ph.partition)
+        for s in sorted(never, key=_by_offset):  # acked: each has an offset
+            value, offset = s.value, s.offset
+            in_final = value in final_values
+            # The details of op_refs([s]) and describe(s), written out: there may be many.
+            anomalies.append(Anomaly(*where, {
+                "value": value, "offset": offset, "in_final": in_final,
+                "ops": [[s.invoke_index, s.complete_index]],
+                "explanation": f"send {s.invoke_index}-{s.complete_index} by process {s.process} of "
+                               f"{value!r} was acked at offset {offset}, but no ok poll returned "
+                               f"it; the final read {'holds' if in_final else 'does not hold'} it"}))
     return UnseenResult(anomalies, _series(acked, polls, first_polled, max_points))
 
 
@@ -62,14 +68,18 @@ def _series(acked: list[Send], polls: list[Poll], first_polled: dict[str, int],
     A value is pending from its ack until its first poll, if that came later:
     pending at e = #(acks <= e) - #(max(ack, first poll) <= e), two bisections
     per sampled point instead of a step per event."""
-    starts = sorted(map(_complete_index, acked))
+    acks = list(map(_complete_index, acked))
+    starts = sorted(acks)
     firsts = map(first_polled.get, map(_send_value, acked), repeat(sys.maxsize))
-    ends = sorted(map(max, map(_complete_index, acked), firsts))
-    events = sorted([*starts, *map(_complete_index, polls)])  # two sorted runs: a merge
+    ends = sorted(map(max, acks, firsts))
+    completions = [*acks, *map(_complete_index, polls)]
+    events = sorted([*starts, *completions[len(acks):]])  # two sorted runs: a merge
     sampled = downsample(events, max_points)
-    # Ok ops have a completion time (checkers/partition.py).
-    times = dict(zip(map(_complete_index, chain(acked, polls)),
-                     map(_complete_time, chain(acked, polls))))
+    # Ok ops have a completion time (checkers/partition.py); only the sampled ones are needed.
+    wanted = set(sampled)
+    chosen = list(map(wanted.__contains__, completions))
+    times = dict(zip(compress(completions, chosen),
+                     map(_complete_time, compress(chain(acked, polls), chosen))))
     return [[times[e], bisect_right(starts, e) - bisect_right(ends, e)] for e in sampled]
 
 
