@@ -80,3 +80,51 @@ def test_a_failed_witness_falls_back_to_the_search(seed):
     assert result.method == "search"
     assert result.linearizable is False
     assert any(step.get("value") == lost.value for step in result.counterexample)
+
+
+# --- the partition-level witness check equals the generic one ------------------------
+
+def _mutate(rng: random.Random, ph):
+    """One random change of the kinds that break (or may not break) the witness."""
+    kind = rng.randrange(5)
+    acked = [s for s in ph.sends if s.outcome == "ok"]
+    if kind == 0 and ph.final:  # drop a record of the final read
+        del ph.final[rng.randrange(len(ph.final))]
+    elif kind == 1 and len(acked) >= 2:  # two acks at one offset
+        a, b = rng.sample(acked, 2)
+        b.offset = a.offset
+    elif kind == 2:  # a poll returns a value nobody wrote there
+        polls = [p for p in ph.polls if p.outcome == "ok" and p.records]
+        if polls:
+            p = rng.choice(polls)
+            i = rng.randrange(len(p.records))
+            p.records[i] = (p.records[i][0], "nobody")
+    elif kind == 3 and acked:  # an ack completes before it was invoked... of a later op
+        s = rng.choice(acked)
+        s.complete_index = s.invoke_index  # returns at once: before later appends' points
+    elif kind == 4:  # the final read marked incomplete
+        ph.final_complete = False
+    return ph
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_greedy_witness_on_the_partition_agrees_with_witness_plus_verify(seed):
+    from checkers.linear.kafka import greedy_witness
+    from checkers.offsets import observe
+
+    rng = random.Random(seed)
+    ph = simulate(rng, 150, retry_rate=0.1 if seed % 3 == 0 else 0.0)
+    if seed % 2:
+        ph = _mutate(rng, ph)
+    options = CheckOptions(idempotent=bool(seed % 4 == 1))
+    ops = partition_ops(ph, options)
+    model = LogModel()
+    order = model.witness(ops)
+    generic = order is not None and verify(model, ops, order)
+    direct = greedy_witness(ph, options, observe(ph))
+    assert (direct is not None) is generic
+    if generic:
+        assert direct == len(ops)
+        # and a verified witness is never contradicted by the complete search
+        assert check_partition(ph, CheckOptions(idempotent=options.idempotent,
+                                                linear_method="search")).linearizable is True
