@@ -353,20 +353,28 @@ def fresh_copy(ph: PartitionHistory) -> PartitionHistory:
             copy = records[r] = (r[0] + 0, string(r[1]))
         return copy
 
-    sends = [Send(s.process, string(s.value), s.outcome, s.invoke_index + 0, s.invoke_time + 0,
-                  _copied(s.complete_index), _copied(s.complete_time), _copied(s.offset),
-                  s.leader_epoch, s.error) for s in ph.sends]
-    polls = [Poll(p.process, p.outcome, p.invoke_index + 0, p.invoke_time + 0,
-                  _copied(p.complete_index), _copied(p.complete_time), list(map(record, p.records)),
-                  p.error) for p in ph.polls]
+    # The final read first: it holds most records, in log order, the order the
+    # checks walk them in.
     final = None if ph.final is None else list(map(record, ph.final))
+    known = records.__getitem__
+
+    def copied(polled: list[tuple[int, str]]) -> list[tuple[int, str]]:
+        try:
+            return list(map(known, polled))
+        except KeyError:  # a record the final read does not hold
+            return list(map(record, polled))
+
+    sends = [Send(s.process, string(s.value), s.outcome, s.invoke_index + 0, s.invoke_time + 0,
+                  None if s.complete_index is None else s.complete_index + 0,
+                  None if s.complete_time is None else s.complete_time + 0,
+                  None if s.offset is None else s.offset + 0, s.leader_epoch, s.error)
+             for s in ph.sends]
+    polls = [Poll(p.process, p.outcome, p.invoke_index + 0, p.invoke_time + 0,
+                  None if p.complete_index is None else p.complete_index + 0,
+                  None if p.complete_time is None else p.complete_time + 0,
+                  copied(p.records), p.error) for p in ph.polls]
     return PartitionHistory(ph.topic, ph.partition, sends, polls, ph.resets, final,
                             ph.final_complete, ph.replicas, ph.replica_states)
-
-
-def _copied(n: int | None) -> int | None:
-    return None if n is None else n + 0
-
 
 
 @contextmanager
