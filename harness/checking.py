@@ -1,12 +1,19 @@
 """`fencepost check`: load a run directory, check every partition, decide the
 verdict, write results.json (and counterexample pages), print a summary.
 
-Partitions are checked in parallel, in `jobs` worker processes forked after
-the run is loaded: a worker reads the loaded run through the pages it shares
-copy-on-write with the parent, checks the partitions it was given, and sends
-back their reports, pickled through a pipe, then exits. `jobs=1` (or a single
-partition) checks in this process. A worker's failure is raised here with the
-worker's traceback as its cause.
+Parallelism (`jobs`, default one per CPU): final.jsonl is read in a forked
+process while this one reads the history (harness/loading.py); then the
+partitions are checked in `jobs` worker processes forked after the load, each
+reading the loaded run through the pages it shares copy-on-write with this
+one, and sending back its reports, pickled through a pipe, before it exits.
+What travels back is small: past the examples results.json shows, an
+anomaly is sent as its name only (`compact`). A worker's exception is raised
+here with the worker's traceback as its cause. `jobs=1`, a small run (below
+FORK_MIN_OPS) or a process running other threads check in this process.
+
+A large partition is checked on a fresh copy of it (`loading.fresh_copy`):
+the loaded objects lie scattered over the heap, and walking them again and
+again cost more than copying them once.
 
 Garbage collection is off while the checkers run, and the loaded objects are
 frozen (`gc.freeze`): the checkers build hundreds of thousands of objects and
@@ -17,12 +24,8 @@ from __future__ import annotations
 
 import gc
 import os
-import pickle
-import selectors
-import signal
 import sys
 import time
-import traceback
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +35,7 @@ from checkers.anomaly import Anomaly
 from checkers.check import PartitionReport, check_partition
 from checkers.partition import CheckOptions, PartitionHistory
 from harness.errors import BadInput
+from harness.forked import Forked, can_fork, collect
 from harness.loading import LoadedRun, fresh_copy, load_run
 from harness.summary import (
     EXAMPLES_PER_ANOMALY, build_results, partition_name, print_summary, write_results,
@@ -59,8 +63,8 @@ def check_run(run_dir: Path | str, *, write: bool = True, out: Any = _STDOUT,
     """Check the run in `run_dir`. Raises BadInput if it is not a run directory.
     With `write`, results.json and linear/<topic>-<partition>.html are written
     into it. The summary is printed to `out` (a text stream; by default the
-    current sys.stdout; None: not printed). `jobs`: processes that check
-    partitions (and read the input files) side by side; default os.cpu_count()."""
+    current sys.stdout; None: not printed). `jobs`: processes that read the
+    input files and check partitions side by side (None: os.cpu_count())."""
     if out is _STDOUT:
         out = sys.stdout
     jobs = default_jobs(jobs)
@@ -92,12 +96,12 @@ def default_jobs(jobs: int | None) -> int:
 def check_partitions(run: LoadedRun, jobs: int | None = 1,
                      keep: int | None = None) -> list[PartitionReport]:
     """The report of each partition of `run`, in `run.partitions` order,
-    checked by up to `jobs` worker processes (default: os.cpu_count(); 1: in
-    this process). With `keep`, reports made by workers keep only the first
-    `keep` anomalies of each name in full (see `compact`)."""
+    checked by up to `jobs` worker processes (1, the default: in this process;
+    None: os.cpu_count()). With `keep`, reports made by workers keep only the
+    first `keep` anomalies of each name in full (see `compact`)."""
     histories = list(run.partitions.values())
     workers = min(default_jobs(jobs), len(histories))
-    if sum(map(_size, histories)) < FORK_MIN_OPS:
+    if sum(map(_size, histories)) < FORK_MIN_OPS or not can_fork():
         workers = 1  # a worker costs a fork and a pickle: not worth it for a small run
     with _collector_off():
         if workers <= 1:
@@ -154,49 +158,24 @@ def write_counterexamples(run_dir: Path, reports: list[PartitionReport]) -> dict
 # --- worker processes ---------------------------------------------------------------
 
 
-class WorkerTraceback(Exception):
-    """The traceback of an exception raised in a worker process (its text)."""
-
-    def __str__(self) -> str:
-        return f"in a check worker process:\n{self.args[0]}"
-
-
 def _check_in_workers(histories: list[PartitionHistory], options: CheckOptions, workers: int,
                       keep: int | None) -> list[PartitionReport]:
     """Fork `workers` processes, each checking a share of `histories`; collect
     their reports. Every worker is reaped before this returns or raises."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    children: dict[int, tuple[int, list[int]]] = {}  # read end -> (pid, indices)
-    received: dict[int, bytes] = {}
+    children: list[tuple[Forked, list[int]]] = []
     try:
         for share in _shares(histories, workers):
-            read_end, write_end = os.pipe()
-            pid = os.fork()
-            if pid == 0:  # the worker: never returns
-                os.close(read_end)
-                _work(histories, share, options, keep, write_end)
-            os.close(write_end)
-            children[read_end] = (pid, share)
-        received = _read_all(list(children))
-    finally:
-        for read_end in children:
-            os.close(read_end)
-        # Reached early only on an error or Ctrl-C: then the workers are stopped.
-        statuses = _reap([pid for pid, _ in children.values()], stop=len(received) < len(children))
-    reports: list[PartitionReport | None] = [None] * len(histories)
-    for read_end, (pid, share) in children.items():
-        message = _unpickle(received[read_end])
-        if message is not None and message[0] == "error":
-            _, error, text = message
-            raise error from WorkerTraceback(text)
-        if message is None or message[0] != "reports":
             names = ", ".join(f"{histories[i].topic}/{histories[i].partition}" for i in share)
-            raise RuntimeError(f"the check worker of {names} (pid {pid}) {_how(statuses[pid])} "
-                               f"without sending its reports (out of memory?); check with "
-                               f"--jobs 1 to use one process")
-        for i, report in message[1]:
-            reports[i] = report
+            children.append((Forked(f"the check worker of {names}", _work, histories, share,
+                                    options, keep), share))
+        collect([child for child, _ in children])
+        reports: list[PartitionReport | None] = [None] * len(histories)
+        for child, share in children:
+            for i, report in zip(share, child.result()):
+                reports[i] = report
+    finally:
+        for child, _ in children:
+            child.stop()  # a no-op for those reaped by result()
     return reports  # type: ignore[return-value]  # every index was in one share
 
 
@@ -218,81 +197,10 @@ def _size(ph: PartitionHistory) -> int:
 
 
 def _work(histories: list[PartitionHistory], share: list[int], options: CheckOptions,
-          keep: int | None, write_end: int) -> None:
-    """The body of a worker process: check `share`, send one pickled message
-    ("reports", [(index, report), ...]) or ("error", exception, traceback text)."""
-    code = 0
-    try:
-        signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C: the parent reports it
-        reports = []
-        for i in share:
-            report = _check(histories[i], options)
-            reports.append((i, report if keep is None else compact(report, keep)))
-        message = pickle.dumps(("reports", reports), protocol=pickle.HIGHEST_PROTOCOL)
-    except BaseException as e:  # everything goes back to the parent
-        code = 1
-        message = _error_message(e)
-    try:
-        with os.fdopen(write_end, "wb") as pipe:
-            pipe.write(message)
-    finally:
-        os._exit(code)  # no atexit handlers, no flush of the parent's buffers
-
-
-def _error_message(e: BaseException) -> bytes:
-    text = "".join(traceback.format_exception(e))
-    try:
-        return pickle.dumps(("error", e, text), protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception:  # an exception that does not pickle: its type and message
-        return pickle.dumps(("error", RuntimeError(f"{type(e).__name__}: {e}"), text))
-
-
-def _read_all(fds: list[int]) -> dict[int, bytes]:
-    """Everything written to each pipe, read side by side until every writer
-    has closed (so that no worker blocks on a full pipe)."""
-    chunks: dict[int, list[bytes]] = {fd: [] for fd in fds}
-    with selectors.DefaultSelector() as selector:
-        for fd in fds:
-            selector.register(fd, selectors.EVENT_READ)
-        while selector.get_map():
-            for key, _ in selector.select():
-                chunk = os.read(key.fd, 1 << 20)
-                if chunk:
-                    chunks[key.fd].append(chunk)
-                else:
-                    selector.unregister(key.fd)
-    return {fd: b"".join(parts) for fd, parts in chunks.items()}
-
-
-def _reap(pids: list[int], stop: bool) -> dict[int, int]:
-    """Wait for every worker, after killing them if `stop`; pid -> wait status."""
-    statuses: dict[int, int] = {}
-    for pid in pids:
-        if stop:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        try:
-            statuses[pid] = os.waitpid(pid, 0)[1]
-        except ChildProcessError:
-            statuses[pid] = 0
-    return statuses
-
-
-def _how(status: int) -> str:
-    if os.WIFSIGNALED(status):
-        return f"was killed by signal {os.WTERMSIG(status)}"
-    return f"exited with status {os.waitstatus_to_exitcode(status)}"
-
-
-def _unpickle(data: bytes) -> Any:
-    if not data:
-        return None
-    try:
-        return pickle.loads(data)
-    except Exception as e:  # a torn message: the worker died while writing
-        return ("error", RuntimeError(f"a check worker's message could not be read: {e}"), "")
+          keep: int | None) -> list[PartitionReport]:
+    """What a worker process does: the reports of `share`, compacted."""
+    reports = [_check(histories[i], options) for i in share]
+    return reports if keep is None else [compact(report, keep) for report in reports]
 
 
 @contextmanager

@@ -15,11 +15,6 @@ Grouping rules (DESIGN.md §3.2-3.3, checkers/partition.py):
 from __future__ import annotations
 
 import gc
-import os
-import pickle
-import signal
-import sys
-import traceback
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from operator import attrgetter
@@ -32,6 +27,7 @@ from checkers.anomaly import ALL as ALL_ANOMALIES, DEFAULT_INVALID, DUPLICATE
 from checkers.partition import CheckOptions, PartitionHistory, Poll, Reset, Send
 from harness.errors import BadInput, Problems
 from harness.final_log import FINAL_FILE, FinalLog, read_final
+from harness.forked import Forked, can_fork
 from harness.history import HISTORY_FILE, HistoryReader, Operation
 
 TEST_FILE = "test.json"
@@ -96,15 +92,22 @@ def load_run(run_dir: Path | str, *, parallel: bool = False) -> LoadedRun:
     final_path = run_dir / FINAL_FILE
     with _gc_paused():
         final_reader = None
-        if parallel and final_path.is_file() and final_path.stat().st_size >= FORK_MIN_BYTES:
-            final_reader = _FinalInBackground(final_path)
-        reader = HistoryReader(history_path, problems)
-        partitions, resets = group_operations(reader.operations())
-        final = None
-        if final_reader is not None:
-            final = final_reader.result(problems)
-        elif final_path.is_file():
-            final = read_final(final_path, problems)
+        if (parallel and final_path.is_file() and final_path.stat().st_size >= FORK_MIN_BYTES
+                and can_fork()):
+            final_reader = Forked(f"the process reading {final_path}", _read_final_elsewhere,
+                                  final_path)
+        try:
+            reader = HistoryReader(history_path, problems)
+            partitions, resets = group_operations(reader.operations())
+            final = None
+            if final_reader is not None:
+                final, found = final_reader.result()
+                _add_problems(problems, found)  # after the history's, as in one process
+            elif final_path.is_file():
+                final = read_final(final_path, problems)
+        finally:
+            if final_reader is not None:
+                final_reader.stop()  # a no-op once its result is in
         attach_final(partitions, final)
         for ph in partitions.values():
             ph.resets = list(resets)
@@ -115,59 +118,10 @@ def load_run(run_dir: Path | str, *, parallel: bool = False) -> LoadedRun:
                      counts, final is not None)
 
 
-class _FinalInBackground:
-    """final.jsonl read by a forked process: `result` takes the FinalLog it
-    sends back (pickled through a pipe) and adds its problems to the caller's,
-    after those found so far, as a read in this process would have."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        sys.stdout.flush()
-        sys.stderr.flush()
-        self._read_end, write_end = os.pipe()
-        self._pid = os.fork()
-        if self._pid == 0:  # the reader process: never returns
-            os.close(self._read_end)
-            _read_final_for_parent(path, write_end)
-        os.close(write_end)
-
-    def result(self, problems: Problems) -> FinalLog:
-        try:
-            with os.fdopen(self._read_end, "rb") as pipe:
-                data = pipe.read()
-        finally:
-            _, status = os.waitpid(self._pid, 0)
-        if not data:
-            raise RuntimeError(f"the process reading {self.path} (pid {self._pid}) "
-                               f"{_how(status)} without sending it back (out of memory?); "
-                               f"check with --jobs 1 to read it in one process")
-        kind, payload, found = pickle.loads(data)
-        if kind == "error":
-            raise payload from RuntimeError(f"while reading {self.path} in a separate process:\n"
-                                            f"{found}")
-        _add_problems(problems, found)
-        return payload
-
-
-def _read_final_for_parent(path: Path, write_end: int) -> None:
-    code = 0
-    try:
-        signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C: the parent reports it
-        found = Problems()
-        message = ("final", read_final(path, found), found)
-        data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    except BaseException as e:  # everything goes back to the parent
-        code = 1
-        text = "".join(traceback.format_exception(e))
-        try:
-            data = pickle.dumps(("error", e, text), protocol=pickle.HIGHEST_PROTOCOL)
-        except Exception:
-            data = pickle.dumps(("error", RuntimeError(f"{type(e).__name__}: {e}"), text))
-    try:
-        with os.fdopen(write_end, "wb") as pipe:
-            pipe.write(data)
-    finally:
-        os._exit(code)  # no atexit handlers, no flush of the parent's buffers
+def _read_final_elsewhere(path: Path) -> tuple[FinalLog, Problems]:
+    """What the forked reader of final.jsonl sends back."""
+    found = Problems()
+    return read_final(path, found), found
 
 
 def _add_problems(problems: Problems, found: Problems) -> None:
@@ -180,12 +134,6 @@ def _add_problems(problems: Problems, found: Problems) -> None:
     for message in found.warnings:
         problems.warning(message)
     problems.warning_count += found.warning_count - len(found.warnings)
-
-
-def _how(status: int) -> str:
-    if os.WIFSIGNALED(status):
-        return f"was killed by signal {os.WTERMSIG(status)}"
-    return f"exited with status {os.waitstatus_to_exitcode(status)}"
 
 
 def read_test(path: Path) -> dict[str, Any]:
