@@ -17,8 +17,9 @@ stage to its end, the freeing of the loaded run included), CPU time of the
 process tree beside it. Memory, from one more run of each stage: the peak of
 the summed proportional set size (PSS) of the stage's process tree, sampled
 every 50 ms by this process (reading smaps slows the process it reads, hence
-the separate run); and, as an upper bound, the stage process's own peak RSS
-plus its largest child's (`getrusage`; RSS counts shared pages in both).
+the separate run) -- the memory the tree really held; and `getrusage`'s peak
+RSS of the stage process and of its largest child (RSS counts the pages a
+child shares with its parent in both).
 
 Usage: python bench/check_bench.py [--dir DIR] [--jobs N] [--lines N] [--seed S] [--repeat R]
 """
@@ -58,7 +59,7 @@ cpu = time.process_time() - cpu_started
 children = resource.getrusage(resource.RUSAGE_CHILDREN)
 print(json.dumps({{"seconds": seconds, "cpu": cpu + children.ru_utime + children.ru_stime,
                   "ops": ops,
-                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,  # KiB on Linux
                   "child_rss_mb": children.ru_maxrss / 1024}}))
 """
 
@@ -98,14 +99,15 @@ def _measure(run_dir: Path, args: argparse.Namespace) -> None:
     print(f"history.jsonl: {lines:,} lines ({size:.0f} MiB); final.jsonl: {final_lines:,} lines "
           f"({final_size:.0f} MiB); {os.cpu_count()} CPUs")
     print(f"{'jobs':>4} {'stage':<6} {'wall s':>7} {'ops/s':>9} {'CPU s':>6} "
-          f"{'peak PSS':>9} {'RSS bound':>10}")
+          f"{'peak PSS':>9} {'RSS main':>9} {'RSS child':>10}")
     for jobs in dict.fromkeys((args.jobs, 1)):
         figures = {stage: _best(run_dir, stage, jobs, args.repeat) for stage in STAGE_CODE}
         for stage, f in figures.items():
             if f is None:
                 continue
             print(f"{jobs:>4} {stage:<6} {f['seconds']:>7.2f} {f['ops'] / f['seconds']:>9,.0f} "
-                  f"{f['cpu']:>6.2f} {f['pss_mb']:>6.0f} MB {f['rss_mb'] + f['child_rss_mb']:>7.0f} MB")
+                  f"{f['cpu']:>6.2f} {f['pss_mb']:>5.0f} MiB {f['rss_mb']:>5.0f} MiB "
+                  f"{f['child_rss_mb']:>6.0f} MiB")
         if all(figures.values()):
             ratio = figures["check"]["seconds"] / figures["parse"]["seconds"]
             print(f"{jobs:>4} check/parse = {ratio:.2f} (wall)")

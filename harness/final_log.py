@@ -7,7 +7,9 @@ record of one node's log), `replica-state` (a node's LEO, HW, epoch cache) and
 are ignored (a warning once per kind). Problems are reported as in history.py:
 file, 1-based line and field; a bad last line (a torn write) is only a warning.
 
-`iter_final` streams entries; `read_final` groups them per partition.
+`iter_final` streams entries; `read_final` groups them per partition. A
+record seen again in a partition (the final read's record, again in each
+replica's log) is the same (offset, value) tuple object.
 """
 from __future__ import annotations
 

@@ -18,7 +18,8 @@ otherwise ignored.
   (the verdict becomes unknown) and reading goes on.
 - `HistoryReader.operations()` pairs each client invoke with the next
   completion of the same process; invokes never completed come out last, with
-  no completion (their outcome is unknown: `info`).
+  no completion (their outcome is unknown: `info`). A record polled again in a
+  partition is the same (offset, value) tuple object.
 - `lines_at` fetches a few lines by index, to show the ops an anomaly names.
 """
 from __future__ import annotations

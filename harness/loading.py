@@ -11,6 +11,10 @@ Grouping rules (DESIGN.md §3.2-3.3, checkers/partition.py):
 - final read completeness: a `read-state` with `complete:false` -> incomplete;
   reads but no read-state -> complete; a partition with neither -> its final read
   is missing (`final` is None). Without final.jsonl every final read is missing.
+
+`load_run(..., parallel=True)` reads final.jsonl in a forked process
+(harness/forked.py) while this one reads the history. `fresh_copy` copies one
+partition's input into fresh memory, for the checks to walk (harness/checking.py).
 """
 from __future__ import annotations
 

@@ -2,7 +2,11 @@
 
 `partition_ops` is the translation (docs/LINEARIZABILITY.md §2 states it
 exactly); `check_partition` runs the search on it and, when it fails, the
-minimiser and the visual. Pure: Python objects in, a `LinearResult` out.
+minimiser and the visual. Before any of that, `greedy_witness` checks the
+linearization of LINEARIZABILITY.md §6 straight on the partition (the one
+`LogModel.witness` proposes and `witness.verify` checks, without building the
+ops): on a valid history it is the whole cost of the check. Pure: Python
+objects in, a `LinearResult` out.
 """
 from __future__ import annotations
 
