@@ -21,6 +21,17 @@ the separate run) -- the memory the tree really held; and `getrusage`'s peak
 RSS of the stage process and of its largest child (RSS counts the pages a
 child shares with its parent in both).
 
+Measured on the 2-CPU development machine (shared, so +-10%), 1M lines:
+  jobs 2: parse 4.3 s (234k ops/s), check 7.7 s (130k ops/s), check/parse 1.8,
+          peak PSS 1.17 GiB
+  jobs 1: parse 6.1 s, check 11.0 s (91k ops/s), check/parse 1.8, peak 0.55 GiB
+(before this round of work: check 37 s, jobs 1 only). Where the time goes with
+jobs 2: reading history.jsonl into per-partition ops, 3.5 s on one CPU
+(orjson.loads alone 1.1 s; a loop that only builds the ops, without validating
+anything, 3.0 s), while final.jsonl is read on the other; then each worker
+copies a partition (0.5 s) and checks it (1.0 s), two rounds for 3 partitions
+on 2 workers; freeing the loaded run 0.3 s.
+
 Usage: python bench/check_bench.py [--dir DIR] [--jobs N] [--lines N] [--seed S] [--repeat R]
 """
 from __future__ import annotations
