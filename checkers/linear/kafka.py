@@ -78,8 +78,8 @@ def partition_ops(ph: PartitionHistory, options: CheckOptions,
                       RetryCopy(s)))
     appends = len(ops)
     ok_polls = [p for p in ph.polls if p.outcome == "ok" and p.records]
-    ops.extend([Op(n, p.process, p.invoke_index, p.complete_index, Read(tuple(p.records)), None, p)
-                for n, p in enumerate(ok_polls, appends)])
+    ops.extend([Op(n, p.process, p.invoke_index, p.complete_index, Read(tuple(map(tuple, p.records))),
+                   None, p) for n, p in enumerate(ok_polls, appends)])
     if ph.final is not None:
         mentioned = set(map(_offset, seen.polled))
         mentioned.update(op.input.offset for op in ops[:appends])
@@ -122,8 +122,8 @@ class _Seen:
         if obs is not None:
             self.polled: Set[tuple[int, str]] = obs.polled.keys()
             return
-        self.polled = set(chain.from_iterable(
-            p.records for p in ph.polls if p.outcome == "ok" and p.records))
+        self.polled = set(map(tuple, chain.from_iterable(
+            p.records for p in ph.polls if p.outcome == "ok" and p.records)))
         seen = self.polled | self.final()
         # value -> an offset it was seen at; values seen at several offsets in `_multi`.
         self._offset_of = dict(zip(map(_value, seen), map(_offset, seen)))
