@@ -135,7 +135,7 @@ class _Seen:
 
     def final(self) -> set[tuple[int, str]]:
         if self._final is None:
-            self._final = set() if self.ph.final is None else set(self.ph.final)
+            self._final = set(map(tuple, self.ph.final or ()))
         return self._final
 
     def offsets(self, value: str) -> list[int]:
@@ -218,7 +218,7 @@ def _final_exacts(ph: PartitionHistory, mentioned: set[int]) -> list[tuple[int, 
     per offset. Offsets in gaps that no other op mentions are left out:
     nothing could ever be appended there, so their ReadExact(None) would hold
     trivially. A complete final read also says nothing lies past its end."""
-    final = set(ph.final or ())
+    final = set(map(tuple, ph.final or ()))
     held = set(map(_offset, final))
     last = max(held, default=-1)
     gaps = [(o, None) for o in mentioned - held if o <= last or ph.final_complete]
