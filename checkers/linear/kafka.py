@@ -78,8 +78,9 @@ def partition_ops(ph: PartitionHistory, options: CheckOptions,
                       RetryCopy(s)))
     appends = len(ops)
     ok_polls = [p for p in ph.polls if p.outcome == "ok" and p.records]
-    ops.extend([Op(n, p.process, p.invoke_index, p.complete_index, Read(tuple(map(tuple, p.records))),
-                   None, p) for n, p in enumerate(ok_polls, appends)])
+    ops.extend([Op(n, p.process, p.invoke_index, p.complete_index,
+                   Read(tuple(map(tuple, p.records))), None, p)
+                for n, p in enumerate(ok_polls, appends)])
     if ph.final is not None:
         mentioned = set(map(_offset, seen.polled))
         mentioned.update(op.input.offset for op in ops[:appends])
