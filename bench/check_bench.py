@@ -70,7 +70,7 @@ cpu = time.process_time() - cpu_started
 children = resource.getrusage(resource.RUSAGE_CHILDREN)
 print(json.dumps({{"seconds": seconds, "cpu": cpu + children.ru_utime + children.ru_stime,
                   "ops": ops,
-                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,  # KiB on Linux
+                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,  # KiB
                   "child_rss_mb": children.ru_maxrss / 1024}}))
 """
 

@@ -45,7 +45,8 @@ def unseen(ph: PartitionHistory, obs: Observations | None = None,
     polls = [p for p in ph.polls if p.outcome == "ok" and p.complete_index is not None]
 
     anomalies = []
-    never = list(compress(acked, map(not_, map(first_polled.__contains__, map(_send_value, acked)))))
+    polled = map(first_polled.__contains__, map(_send_value, acked))
+    never = list(compress(acked, map(not_, polled)))
     if never:
         final_values = set(map(_value, ph.final or ()))
         where = (UNSEEN, ph.topic, ph.partition)
@@ -56,9 +57,10 @@ def unseen(ph: PartitionHistory, obs: Observations | None = None,
             anomalies.append(Anomaly(*where, {
                 "value": value, "offset": offset, "in_final": in_final,
                 "ops": [[s.invoke_index, s.complete_index]],
-                "explanation": f"send {s.invoke_index}-{s.complete_index} by process {s.process} of "
-                               f"{value!r} was acked at offset {offset}, but no ok poll returned "
-                               f"it; the final read {'holds' if in_final else 'does not hold'} it"}))
+                "explanation": f"send {s.invoke_index}-{s.complete_index} by process "
+                               f"{s.process} of {value!r} was acked at offset {offset}, but no "
+                               f"ok poll returned it; the final read "
+                               f"{'holds' if in_final else 'does not hold'} it"}))
     return UnseenResult(anomalies, _series(acked, polls, first_polled, max_points))
 
 
