@@ -1,0 +1,57 @@
+"""`fencepost check --jobs N`: partitions checked in forked workers give the
+same results.json as one process, and a worker's crash is a harness crash."""
+from __future__ import annotations
+
+import pytest
+
+from harness import checking
+from harness.checking import check_run
+from harness.cli import main
+from tests.synth.generate import GenConfig, generate
+from tests.synth.plant import plant
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def always_fork(monkeypatch):
+    # Small runs are checked in one process (a fork costs more than it saves);
+    # these tests want the workers.
+    monkeypatch.setattr(checking, "FORK_MIN_OPS", 0)
+
+
+def planted_run(tmp_path, name: str, seed: int):
+    run = plant(name, generate(GenConfig(seed=seed, lines=3_000, idempotent=True)), seed).run
+    return run.write(tmp_path / f"{name.replace('/', '-')}-{seed}")
+
+
+def comparable(results: dict) -> dict:
+    return {k: v for k, v in results.items() if k != "checked"} | {
+        "ops": results["checked"]["ops"], "partitions": results["checked"]["partitions"]}
+
+
+@pytest.mark.parametrize("name,seed", [("lost-write/overwritten", 1), ("duplicate", 2), ("poll-skip", 3),
+                                       ("replica-divergence", 4), ("unseen", 5)])
+def test_workers_give_the_same_results_as_one_process(tmp_path, always_fork, name, seed):
+    run_dir = planted_run(tmp_path, name, seed)
+    alone = check_run(run_dir, write=False, out=None, jobs=1)
+    forked = check_run(run_dir, write=False, out=None, jobs=2)
+    assert comparable(forked.results) == comparable(alone.results)
+    assert forked.exit_code == alone.exit_code
+
+
+def test_a_checker_crash_in_a_worker_exits_255_with_its_traceback(tmp_path, always_fork,
+                                                                   monkeypatch, capsys):
+    def broken(ph, options, *args, **kwargs):
+        raise RuntimeError(f"checker bug on {ph.topic}/{ph.partition}")
+
+    monkeypatch.setattr(checking, "check_partition", broken)
+    run_dir = planted_run(tmp_path, "lost-write/missing", 1)
+    assert main(["check", str(run_dir), "--jobs", "2"]) == 255
+    err = capsys.readouterr().err
+    assert "checker bug on fp/" in err and "RuntimeError" in err
+
+
+def test_a_bad_jobs_value_is_a_usage_error(tmp_path):
+    run_dir = planted_run(tmp_path, "lost-write/missing", 1)
+    assert main(["check", str(run_dir), "--jobs", "0"]) == 254
