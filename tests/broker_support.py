@@ -24,6 +24,21 @@ import pytest
 _LISTENING = re.compile(r"broker \d+ listening on ([0-9.]+):(\d+)")
 
 
+def recv_exact(sock: socket.socket, n: int) -> bytes | None:
+    """Exactly `n` bytes from `sock`, or None if the peer closed or reset first."""
+    chunks = []
+    while n:
+        try:
+            chunk = sock.recv(n)
+        except (ConnectionResetError, BrokenPipeError):
+            return None
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
 @dataclass
 class BrokerProcess:
     data_dir: Path
@@ -137,17 +152,7 @@ class RawClient:
         return self._recv_exact(size)
 
     def _recv_exact(self, n: int) -> bytes | None:
-        chunks = []
-        while n:
-            try:
-                chunk = self.sock.recv(n)
-            except ConnectionResetError:
-                return None
-            if not chunk:
-                return None
-            chunks.append(chunk)
-            n -= len(chunk)
-        return b"".join(chunks)
+        return recv_exact(self.sock, n)
 
     def request_bytes(self, request: Any, version: int, client_id: str = "raw-test") -> tuple[int, bytes]:
         self._correlation += 1

@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
-from tests.broker_support import BrokerProcess, RawClient, make_batch, start_broker
+from tests.broker_support import BrokerProcess, RawClient, make_batch, recv_exact, start_broker
 
 MAX_REQUEST_BYTES = 1 << 20
 FRAMES_PER_EXAMPLE = 50
@@ -195,20 +195,6 @@ class FuzzStats:
                 f"{self.abandoned} left waiting ({kinds})")
 
 
-def _recv_exact(sock: socket.socket, n: int) -> bytes | None:
-    chunks = []
-    while n:
-        try:
-            chunk = sock.recv(n)
-        except (ConnectionResetError, BrokenPipeError):
-            return None
-        if not chunk:
-            return None
-        chunks.append(chunk)
-        n -= len(chunk)
-    return b"".join(chunks)
-
-
 class FuzzDriver:
     def __init__(self, port: int) -> None:
         self.port = port
@@ -241,13 +227,13 @@ class FuzzDriver:
             return
         sock.settimeout(5 if frame.must_close else RESPONSE_WAIT)
         try:
-            head = _recv_exact(sock, 4)
+            head = recv_exact(sock, 4)
             if head is None:
                 s.closed += 1
                 self._drop()
                 return
             assert not frame.must_close, f"the broker answered a frame with a bad length: {frame.wire[:16]!r}"
-            body = _recv_exact(sock, struct.unpack(">i", head)[0])
+            body = recv_exact(sock, struct.unpack(">i", head)[0])
             if body is None:
                 s.closed += 1
                 self._drop()
@@ -265,9 +251,9 @@ class FuzzDriver:
         """A fresh connection still gets an ApiVersions answer."""
         with socket.create_connection(("127.0.0.1", self.port), timeout=5) as sock:
             sock.sendall(framed(struct.pack(">hhih", 18, 2, 12345, 5) + b"probe"))
-            head = _recv_exact(sock, 4)
+            head = recv_exact(sock, 4)
             assert head is not None, "broker closed a healthy ApiVersions connection"
-            body = _recv_exact(sock, struct.unpack(">i", head)[0])
+            body = recv_exact(sock, struct.unpack(">i", head)[0])
             assert body is not None and struct.unpack_from(">ih", body, 0) == (12345, 0)
 
     def close(self) -> None:
