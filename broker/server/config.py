@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 FLUSH_MODES = ("os", "fsync", "lazy")
+TRUNCATION_MODES = ("hw", "kip101", "kip279", "kip320")
 
 
 class ConfigError(ValueError):
@@ -37,8 +38,20 @@ class BrokerConfig:
     group_max_session_timeout_ms: int = 1_800_000
     log_file: Path | None = None
     log_level: str = "INFO"
+    controller: tuple[str, int] | None = None  # None: a single node with its local stand-in controller
+    truncation: str = "kip320"
+    replica_lag_time_max_ms: int = 30_000
+    replica_fetch_wait_max_ms: int = 500
+    replica_fetch_backoff_ms: int = 200
+    replica_request_timeout_ms: int = 10_000
 
     def __post_init__(self) -> None:
+        if self.truncation not in TRUNCATION_MODES:
+            raise ConfigError(f"--truncation must be one of {', '.join(TRUNCATION_MODES)}, got {self.truncation!r}")
+        for name in ("replica_lag_time_max_ms", "replica_fetch_wait_max_ms", "replica_fetch_backoff_ms",
+                     "replica_request_timeout_ms"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
         if self.node_id < 0:
             raise ConfigError(f"--node-id must be >= 0, got {self.node_id}")
         if self.flush not in FLUSH_MODES:
@@ -105,6 +118,16 @@ def serve_argument_parser() -> argparse.ArgumentParser:
     p.add_argument("--group-initial-rebalance-delay-ms", type=int, default=0)
     p.add_argument("--group-min-session-timeout-ms", type=int, default=1000)
     p.add_argument("--group-max-session-timeout-ms", type=int, default=1_800_000)
+    p.add_argument("--controller", metavar="HOST:PORT",
+                   help="the controller process to register with (without it: a single node, its own controller)")
+    p.add_argument("--truncation", choices=TRUNCATION_MODES, default="kip320",
+                   help="how a new follower truncates: hw (pre-KIP-101), kip101, kip279, kip320 (default)")
+    p.add_argument("--replica-lag-time-max-ms", type=int, default=30_000,
+                   help="a follower not caught up for this long leaves the ISR")
+    p.add_argument("--replica-fetch-wait-max-ms", type=int, default=500)
+    p.add_argument("--replica-fetch-backoff-ms", type=int, default=200)
+    p.add_argument("--replica-request-timeout-ms", type=int, default=10_000,
+                   help="a follower's request to its leader fails after this long")
     p.add_argument("--log-file", type=Path, help="also append the log to this file")
     p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     return p
@@ -122,7 +145,13 @@ def parse_serve_args(argv: list[str]) -> BrokerConfig:
     elif host in ("", "0.0.0.0", "::"):
         raise ConfigError(f"--listen {a.listen!r} binds every interface: give --advertise HOST:PORT "
                           "so clients know which address to use")
+    controller = parse_host_port(a.controller, "--controller") if a.controller else None
+    if controller is not None and controller[1] == 0:
+        raise ConfigError(f"--controller needs a real port, got {a.controller!r}")
     return BrokerConfig(
+        controller=controller, truncation=a.truncation, replica_lag_time_max_ms=a.replica_lag_time_max_ms,
+        replica_fetch_wait_max_ms=a.replica_fetch_wait_max_ms, replica_fetch_backoff_ms=a.replica_fetch_backoff_ms,
+        replica_request_timeout_ms=a.replica_request_timeout_ms,
         node_id=a.node_id, listen_host=host, listen_port=port, data_dir=a.data_dir,
         advertised_host=adv_host, advertised_port=adv_port, flush=a.flush,
         flush_interval_ms=a.flush_interval_ms, hw_checkpoint_interval_ms=a.hw_checkpoint_interval_ms,

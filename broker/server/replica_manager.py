@@ -1,17 +1,22 @@
-"""The partitions hosted on this broker: appends with acks, fetch reads with long polling, HW checkpoints.
+"""The partitions hosted on this broker: leadership changes, appends with acks, fetch reads, ISR changes, HW checkpoints.
 
 Owns the map of local `Partition`s (as Kafka's ReplicaManager): it opens their
-logs through the log manager, makes them leaders when told, appends producer
-batches and answers acks (acks=all waits until the high watermark passes the
-batch, which on one node is at once), reads for fetches and parks a fetch that
-found fewer than min_bytes until an append wakes it or max_wait_ms runs out.
-It also flushes logs and writes the high-watermark checkpoint.
+logs through the log manager (a partition starts from its HW checkpoint), makes
+them leaders or followers when told, appends producer batches and answers acks
+(acks=all waits in a purgatory until the high watermark passes the batch, while
+the leadership it was written in lasts, and answers
+NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR fell below min.insync.replicas
+meanwhile), reads for fetches and parks a fetch that found fewer than
+min_bytes until an append wakes it or max_wait_ms runs out. As leader it asks
+the controller to shrink the ISR (followers lagging more than
+replica.lag.time.max.ms) or expand it (followers caught up), one change in
+flight per partition. It also flushes logs and writes the HW checkpoint.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,12 +47,31 @@ class FetchParams:
         return self.replica_id < 0
 
 
+@dataclass(frozen=True, slots=True)
+class IsrChangeResult:
+    """The controller's answer to an ISR change: an error name, or the ISR and partition epoch now in force."""
+    error: str | None
+    isr: tuple[int, ...] = ()
+    partition_epoch: int = -1
+
+
+# (partition, leader epoch, partition epoch, proposed ISR) -> the controller's answer
+IsrChanger = Callable[[TopicPartition, int, int, tuple[int, ...]], Awaitable[IsrChangeResult]]
+ISR_RETRY_BACKOFF_MS = 1000
+
+
 class ReplicaManager:
-    def __init__(self, node_id: int, log_manager: Any) -> None:
+    def __init__(self, node_id: int, log_manager: Any, *, replica_lag_time_max_ms: int = 30_000,
+                 isr_changer: IsrChanger | None = None, require_epoch_start_to_join_isr: bool = True) -> None:
         self.node_id = node_id
         self.log_manager = log_manager
+        self.replica_lag_time_max_ms = replica_lag_time_max_ms
+        self.isr_changer = isr_changer
+        self.require_epoch_start_to_join_isr = require_epoch_start_to_join_isr
         self._partitions: dict[TopicPartition, Partition] = {}
         self._hw_checkpoint: dict[TopicPartition, int] | None = None
+        self._isr_retry_at: dict[TopicPartition, float] = {}
+        self._isr_tasks: set[asyncio.Task] = set()
 
     # partitions
 
@@ -57,21 +81,34 @@ class ReplicaManager:
     def partitions(self) -> list[Partition]:
         return list(self._partitions.values())
 
-    def make_leader(self, tp: TopicPartition, leader_epoch: int, replicas: Iterable[int],
-                    isr: Iterable[int]) -> Partition:
-        """Open (or create) the partition's log and lead it at `leader_epoch`."""
+    def _get_or_create(self, tp: TopicPartition) -> Partition:
         p = self._partitions.get(tp)
         if p is None:
+            if self._hw_checkpoint is None:
+                self._hw_checkpoint = {TopicPartition(t, n): hw
+                                       for (t, n), hw in dict(self.log_manager.read_high_watermarks()).items()}
             p = Partition(tp, self.node_id, self.log_manager.get_or_create(tp.topic, tp.partition))
+            p.initialize_high_watermark(self._hw_checkpoint.get(tp))
             self._partitions[tp] = p
-        if self._hw_checkpoint is None:
-            self._hw_checkpoint = {TopicPartition(t, n): hw
-                                   for (t, n), hw in dict(self.log_manager.read_high_watermarks()).items()}
-        p.make_leader(leader_epoch, tuple(replicas), tuple(isr), self._hw_checkpoint.get(tp))
         return p
+
+    def make_leader(self, tp: TopicPartition, leader_epoch: int, replicas: Iterable[int],
+                    isr: Iterable[int], partition_epoch: int = 0) -> Partition:
+        """Open (or create) the partition's log and lead it at `leader_epoch`."""
+        p = self._get_or_create(tp)
+        p.make_leader(leader_epoch, tuple(replicas), tuple(isr), partition_epoch)
+        self._isr_retry_at.pop(tp, None)
+        return p
+
+    def make_follower(self, tp: TopicPartition, leader_id: int, leader_epoch: int, replicas: Iterable[int],
+                      isr: Iterable[int], partition_epoch: int) -> tuple[Partition, bool]:
+        """Open (or create) the partition's log and follow `leader_id`; True when leader or epoch changed."""
+        p = self._get_or_create(tp)
+        return p, p.make_follower(leader_id, leader_epoch, tuple(replicas), tuple(isr), partition_epoch)
 
     def stop_replica(self, tp: TopicPartition, delete: bool) -> None:
         p = self._partitions.pop(tp, None)
+        self._isr_retry_at.pop(tp, None)
         if p is not None:
             p.leader_id = -1
             p._wake()
@@ -85,8 +122,8 @@ class ReplicaManager:
         results: dict[TopicPartition, AppendOutcome] = {}
         for tp, records in entries.items():
             p = self._partitions.get(tp)
-            if p is None:
-                results[tp] = AppendOutcome(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            if p is None:  # the topic exists (the caller checked) but this broker holds no replica of it
+                results[tp] = AppendOutcome(ErrorCode.NOT_LEADER_OR_FOLLOWER)
                 continue
             try:
                 results[tp] = p.append_records_as_leader(records, required_acks, min_insync_replicas(tp.topic))
@@ -101,9 +138,23 @@ class ReplicaManager:
         """acks=all: wait until every appended batch is below its partition's high watermark."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(timeout_ms, 0) / 1000
+        done: set[TopicPartition] = set()
         while True:
-            pending = [tp for tp, r in results.items() if r.error is ErrorCode.NONE
-                       and (p := self._partitions.get(tp)) is not None and p.high_watermark <= r.last_offset]
+            pending = []
+            for tp, r in results.items():
+                if r.error is not ErrorCode.NONE or tp in done:
+                    continue
+                p = self._partitions.get(tp)
+                if p is None or not p.is_leader or p.leader_epoch != r.leader_epoch:
+                    results[tp] = AppendOutcome(ErrorCode.NOT_LEADER_OR_FOLLOWER, message=(
+                        f"leadership of {tp} in epoch {r.leader_epoch} ended before the batch was replicated"))
+                elif p.high_watermark > r.last_offset:
+                    done.add(tp)
+                    if len(p.isr) < p.min_insync_replicas:
+                        results[tp] = AppendOutcome(ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND, message=(
+                            f"ISR {list(p.isr)} of {tp} fell below min.insync.replicas={p.min_insync_replicas}"))
+                else:
+                    pending.append(tp)
             if not pending:
                 return
             remaining = deadline - loop.time()
@@ -147,6 +198,7 @@ class ReplicaManager:
                 continue
             if params.replica_id >= 0:
                 p.update_follower_fetch_state(params.replica_id, req.fetch_offset)
+                self._maybe_expand_isr(p)
             first = budget == params.max_bytes
             limit = min(req.max_bytes, budget)
             try:
@@ -178,6 +230,52 @@ class ReplicaManager:
             timer.cancel()
             for p in partitions:
                 p.remove_waiter(fut)
+
+    # ISR changes (leader)
+
+    def _maybe_expand_isr(self, p: Partition) -> None:
+        if self.isr_changer is None:
+            return
+        isr = p.isr_expansion(self.require_epoch_start_to_join_isr)
+        if isr is not None:
+            self._change_isr(p, isr)
+
+    def maybe_shrink_isrs(self, now_ms: float) -> None:
+        """Drop from the ISR of every led partition the followers that lagged too long (a periodic duty)."""
+        if self.isr_changer is None:
+            return
+        for p in self._partitions.values():
+            isr = p.isr_shrink(now_ms, self.replica_lag_time_max_ms)
+            if isr is not None:
+                self._change_isr(p, isr)
+
+    def _change_isr(self, p: Partition, isr: tuple[int, ...]) -> None:
+        loop = asyncio.get_running_loop()
+        if loop.time() < self._isr_retry_at.get(p.tp, 0.0):
+            return
+        p.pending_isr = isr
+        task = loop.create_task(self._send_isr_change(p, p.leader_epoch, p.partition_epoch, isr))
+        self._isr_tasks.add(task)
+        task.add_done_callback(self._isr_tasks.discard)
+
+    async def _send_isr_change(self, p: Partition, leader_epoch: int, partition_epoch: int,
+                               isr: tuple[int, ...]) -> None:
+        log.info("%s: asking the controller to change the ISR %s -> %s (leader epoch %d, partition epoch %d)",
+                 p.tp, list(p.isr), list(isr), leader_epoch, partition_epoch)
+        try:
+            result = await self.isr_changer(p.tp, leader_epoch, partition_epoch, isr)
+        except Exception as e:  # the controller is unreachable: try again later
+            result = IsrChangeResult(f"{type(e).__name__}: {e}")
+        if p.leader_epoch != leader_epoch or not p.is_leader:
+            return
+        if result.error is None:
+            p.update_isr(result.isr, result.partition_epoch)
+            log.info("%s: ISR now %s (partition epoch %d)", p.tp, list(p.isr), p.partition_epoch)
+            return
+        if p.pending_isr == isr:
+            p.pending_isr = None
+        self._isr_retry_at[p.tp] = asyncio.get_running_loop().time() + ISR_RETRY_BACKOFF_MS / 1000
+        log.info("%s: ISR change to %s refused: %s", p.tp, list(isr), result.error)
 
     # durability
 

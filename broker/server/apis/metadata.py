@@ -7,7 +7,8 @@ from typing import Any
 from kafka.protocol.metadata.metadata import MetadataResponse
 
 from ..errors import ErrorCode
-from ..local_controller import LocalController, topic_name_error
+from ..local_controller import topic_name_error
+from ..topic_admin import TopicAdmin
 from ..metadata_cache import MetadataCache, TopicMetadata
 from .base import ApiHandler, RequestContext
 
@@ -23,10 +24,10 @@ class MetadataApi(ApiHandler):
     min_version = 0
     max_version = 12
 
-    def __init__(self, metadata: MetadataCache, controller: LocalController, auto_create_topics: bool,
+    def __init__(self, metadata: MetadataCache, admin: TopicAdmin, auto_create_topics: bool,
                  default_partitions: int, default_replication_factor: int) -> None:
         self.metadata = metadata
-        self.controller = controller
+        self.admin = admin
         self.auto_create_topics = auto_create_topics
         self.default_partitions = default_partitions
         self.default_replication_factor = default_replication_factor
@@ -48,14 +49,14 @@ class MetadataApi(ApiHandler):
                         topics.append(_Topic(error_code=int(ErrorCode.UNKNOWN_TOPIC_ID), name=None,
                                              topic_id=t.topic_id, partitions=[]))
                         continue
-                topics.append(self._lookup_or_create(name, allow_create))
+                topics.append(await self._lookup_or_create(name, allow_create))
         brokers = [_Broker(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
                    for b in self.metadata.alive_brokers()]
         return MetadataResponse(version=version, throttle_time_ms=0, brokers=brokers,
                                 cluster_id=self.metadata.cluster_id, controller_id=self.metadata.controller_id,
                                 topics=topics)
 
-    def _lookup_or_create(self, name: str, allow_create: bool) -> Any:
+    async def _lookup_or_create(self, name: str, allow_create: bool) -> Any:
         topic = self.metadata.topic(name)
         if topic is not None:
             return self._topic(topic)
@@ -63,9 +64,12 @@ class MetadataApi(ApiHandler):
             return _Topic(error_code=int(ErrorCode.INVALID_TOPIC_EXCEPTION), name=name, partitions=[])
         if not allow_create:
             return _Topic(error_code=int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), name=name, partitions=[])
-        result = self.controller.create_topic(name, self.default_partitions, self.default_replication_factor, {})
+        result = await self.admin.create_topic(name, self.default_partitions, self.default_replication_factor, {})
         if result.error is ErrorCode.TOPIC_ALREADY_EXISTS:
-            return self._topic(self.metadata.topic(name))
+            existing = self.metadata.topic(name)
+            if existing is None:  # created elsewhere, not yet in this broker's metadata
+                return _Topic(error_code=int(ErrorCode.LEADER_NOT_AVAILABLE), name=name, partitions=[])
+            return self._topic(existing)
         if result.error is not ErrorCode.NONE:
             log.warning("auto-creating topic %r failed: %s", name, result.message)
             return _Topic(error_code=int(result.error), name=name, partitions=[])
@@ -74,7 +78,8 @@ class MetadataApi(ApiHandler):
     @staticmethod
     def _topic(topic: TopicMetadata) -> Any:
         partitions = [
-            _Partition(error_code=0, partition_index=p.partition, leader_id=p.leader_id,
+            _Partition(error_code=int(ErrorCode.LEADER_NOT_AVAILABLE if p.leader_id < 0 else ErrorCode.NONE),
+                       partition_index=p.partition, leader_id=p.leader_id,
                        leader_epoch=p.leader_epoch, replica_nodes=list(p.replicas), isr_nodes=list(p.isr),
                        offline_replicas=list(p.offline_replicas))
             for _, p in sorted(topic.partitions.items())]

@@ -7,7 +7,7 @@ from typing import Any
 from kafka.protocol.admin.topics import CreateTopicsResponse, DeleteTopicsResponse
 
 from ..errors import ErrorCode
-from ..local_controller import LocalController
+from ..topic_admin import TopicAdmin
 from ..metadata_cache import MetadataCache
 from .base import ApiHandler, RequestContext
 
@@ -22,8 +22,8 @@ class CreateTopicsApi(ApiHandler):
     min_version = 2
     max_version = 7
 
-    def __init__(self, controller: LocalController, default_partitions: int, default_replication_factor: int) -> None:
-        self.controller = controller
+    def __init__(self, admin: TopicAdmin, default_partitions: int, default_replication_factor: int) -> None:
+        self.admin = admin
         self.default_partitions = default_partitions
         self.default_replication_factor = default_replication_factor
 
@@ -43,7 +43,7 @@ class CreateTopicsApi(ApiHandler):
             partitions = self.default_partitions if t.num_partitions == -1 else t.num_partitions
             rf = self.default_replication_factor if t.replication_factor == -1 else t.replication_factor
             configs = {c.name: c.value for c in t.configs}
-            r = self.controller.create_topic(t.name, partitions, rf, configs, validate_only=request.validate_only)
+            r = await self.admin.create_topic(t.name, partitions, rf, configs, validate_only=request.validate_only)
             if r.error is not ErrorCode.NONE:
                 results.append(_Created(name=t.name, error_code=int(r.error), error_message=r.message,
                                         num_partitions=-1, replication_factor=-1, configs=None))
@@ -66,9 +66,9 @@ class DeleteTopicsApi(ApiHandler):
     min_version = 1
     max_version = 6
 
-    def __init__(self, controller: LocalController, metadata: MetadataCache,
+    def __init__(self, admin: TopicAdmin, metadata: MetadataCache,
                  on_deleted: Callable[[str], None]) -> None:
-        self.controller = controller
+        self.admin = admin
         self.metadata = metadata
         self.on_deleted = on_deleted
 
@@ -85,7 +85,7 @@ class DeleteTopicsApi(ApiHandler):
                 results.append(_Deleted(name=None, topic_id=topic_id, error_code=int(ErrorCode.UNKNOWN_TOPIC_ID),
                                         error_message=f"no topic has id {topic_id}"))
                 continue
-            r = self.controller.delete_topic(name)
+            r = await self.admin.delete_topic(name)
             if r.error is ErrorCode.NONE:
                 self.on_deleted(name)
             results.append(_Deleted(name=name, topic_id=r.topic.topic_id if r.topic else topic_id,
