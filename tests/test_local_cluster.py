@@ -3,14 +3,18 @@ register, a topic with RF 3 gets a leader and a full ISR, a broker is killed and
 restarted on its port and data dir, paused and resumed, cut off from the
 controller (it is fenced, yet still serves clients) and healed, the controller
 is killed and restarted; a broker that dies on start is named with its log;
-close() stops every process cleanly, paused ones too."""
+close() stops every process cleanly, paused ones too. And a ScenarioRun
+recorded on the cluster through a leader kill and a paused follower checks valid."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
 
+import orjson
+
 from tests.local_cluster import ClusterError, LocalCluster, broker_partition_view
+from tests.scenario_support import ScenarioRun, anomaly_names
 
 pytestmark = pytest.mark.integration
 
@@ -146,3 +150,40 @@ def test_bad_arguments_are_refused_before_anything_starts(tmp_path):
         LocalCluster(tmp_path, brokers=3, node_args={4: ()})
     with pytest.raises(ValueError, match="node 7 is not in this cluster"):
         LocalCluster(tmp_path, brokers=3).data_dir(7)
+
+
+@pytest.mark.slow
+def test_a_run_recorded_through_a_leader_kill_and_a_paused_follower_checks_valid(tmp_path):
+    with LocalCluster(tmp_path / "cluster", session_timeout_ms=SESSION_MS) as cluster:
+        cluster.create_topic("fp", partitions=2, replication_factor=3, configs={"min.insync.replicas": "2"})
+        with ScenarioRun(tmp_path / "run", cluster.bootstrap, name="leader-kill") as run:
+            first = run.send(run.next_values(20), partition=0)
+            assert [(o.type, o.offset) for o in first] == [("ok", i) for i in range(20)]
+            leader = cluster.leader("fp", 0)
+            run.nemesis("kill", {"nodes": [f"n{leader}"]}, type="invoke")
+            cluster.kill(leader)
+            run.nemesis("kill", {"nodes": [f"n{leader}"]}, type="info")
+            cluster.wait_for_leader("fp", 0, not_in=(leader,))
+            second = run.send(run.next_values(20), partition=0)
+            cluster.start(leader)
+            cluster.wait_for_isr("fp", 0)
+            follower = next(n for n in cluster.node_ids if n != cluster.leader("fp", 1))
+            cluster.pause(follower)
+            run.send_unacked(run.next_values(3), partition=1)
+            cluster.resume(follower)
+            settled = run.settle()
+            assert [o.type for o in settled] == ["ok"] * 3
+            assert [o.offset for o in settled] == [0, 1, 2]
+            run.poll(partition=0, polls=5)
+            outcome = run.finish(cluster)
+    assert outcome.valid is True, outcome.results["anomaly_counts"]
+    assert not anomaly_names(outcome) & {"lost-write", "inconsistent-offsets", "replica-divergence"}
+    final = [orjson.loads(line) for line in (tmp_path / "run" / "final.jsonl").read_bytes().splitlines()]
+    read_p0 = [line["value"] for line in final if line["kind"] == "read" and line["partition"] == 0]
+    acked = [o.value for o in first + second if o.type == "ok"]
+    assert set(acked) <= set(read_p0) and read_p0[:20] == [o.value for o in first]
+    assert {line["node"] for line in final if line["kind"] == "replica-state"} == {"n1", "n2", "n3"}
+    assert [line["complete"] for line in final if line["kind"] == "read-state"] == [True, True]
+    test = orjson.loads((tmp_path / "run" / "test.json").read_bytes())
+    assert test["truncation"] == "kip320" and test["producer"] == {"idempotent": False}
+    assert [cluster.exit_status(n) for n in cluster.node_ids] == [0, 0, 0]  # finish stopped them cleanly
