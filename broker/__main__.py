@@ -1,4 +1,5 @@
-"""`python -m broker serve ...` runs a broker node; `python -m broker dump-log ...` prints a data directory's logs."""
+"""`python -m broker serve ...` runs a broker node; `python -m broker controller ...` the controller;
+`python -m broker dump-log ...` prints a data directory's logs."""
 from __future__ import annotations
 
 import asyncio
@@ -8,6 +9,7 @@ USAGE = """usage: python -m broker <command> [options]
 
 commands:
   serve      run one broker node (python -m broker serve --help)
+  controller run the controller of the brokers (python -m broker controller --help)
   dump-log   print the record batches of a data directory (python -m broker dump-log --help)
 """
 
@@ -20,6 +22,9 @@ def main(argv: list[str] | None = None) -> int:
     command, rest = argv[0], argv[1:]
     if command == "serve":
         return serve(rest)
+    if command == "controller":
+        from broker.controller.main import main as controller_main
+        return controller_main(rest)
     if command == "dump-log":
         from broker.dumplog import main as dump_log_main
         return dump_log_main(rest)
