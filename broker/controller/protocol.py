@@ -23,8 +23,10 @@ Requests (broker -> controller), each answered by {"id": N, "error": null | NAME
                   partition_epoch, isr}
                   -> {partition: PartitionState}; errors NOT_LEADER_OR_FOLLOWER,
                   FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION (stale partition
-                  epoch), INELIGIBLE_REPLICA (a fenced broker or a non-replica
-                  added), STALE_BROKER_EPOCH, UNKNOWN_TOPIC_OR_PARTITION.
+                  epoch), INVALID_REQUEST (an ISR with a non-replica, a
+                  duplicate, or without the leader), INELIGIBLE_REPLICA (a
+                  fenced broker added), STALE_BROKER_EPOCH,
+                  UNKNOWN_TOPIC_OR_PARTITION.
   create_topic    {name, partitions, replication_factor, configs, validate_only}
                   -> {topic: TopicState}; errors TOPIC_ALREADY_EXISTS,
                   INVALID_TOPIC_EXCEPTION, INVALID_PARTITIONS,
