@@ -334,7 +334,7 @@ class LocalCluster:
     def _broker(self, node: int) -> ManagedProcess:
         self._check_node(node)
         if node not in self._brokers:
-            raise ClusterError(f"the cluster was not started: use `with LocalCluster(...)` or start_all()")
+            raise ClusterError("the cluster was not started: use `with LocalCluster(...)` or start_all()")
         return self._brokers[node]
 
     # -- faults ------------------------------------------------------------------------
@@ -473,7 +473,8 @@ class LocalCluster:
             info = snap.brokers.get(node) if snap else None
             return info is not None and info.fenced == fenced
 
-        self.wait_until(check, timeout, f"{node_name(node)} to be {'fenced' if fenced else 'registered and unfenced'}")
+        want = "fenced" if fenced else "registered and unfenced"
+        self.wait_until(check, timeout, f"{node_name(node)} to be {want}")
 
     def wait_for_leader(self, topic: str, partition: int, not_in: tuple[int, ...] = (),
                         timeout: float = WAIT_TIMEOUT_S) -> int:

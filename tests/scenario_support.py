@@ -19,7 +19,7 @@ HistoryWriter and its Recorder, a producer and a consumer:
   the high watermark, through the leader; `read-state` says whether it got
   there), a clean stop of every broker (checkpoints written), `python -m broker
   dump-log` of every node appended to final.jsonl, test.json written, and
-  `check_run` returned.
+  `check_run` returned (paused brokers are resumed and cut links healed first).
 The module-level helpers (`send_values`, `final_read`, `dump_replica`,
 `write_final`, `write_test`) serve tests that run a single broker without a
 LocalCluster. `anomaly_names(outcome)` is the set of anomalies found.
@@ -331,9 +331,16 @@ class ScenarioRun:
 
     def finish(self, cluster: LocalCluster, quiesce_timeout_s: float = QUIESCE_TIMEOUT_S,
                extra_test: dict[str, Any] | None = None) -> CheckOutcome:
-        """Final reads, a clean stop of every broker, replica dumps, test.json; the check's outcome."""
+        """Final reads, a clean stop of every broker, replica dumps, test.json; the check's outcome.
+        Paused brokers are resumed and cut controller links healed first (they would stall the
+        reads and the clean stops); killed brokers stay down, their data directories are dumped."""
         self.close_clients()
         self._close_history()
+        for node in cluster.node_ids:
+            if cluster.alive(node) and cluster.paused(node):
+                cluster.resume(node)
+            if cluster.proxy(node).is_cut:
+                cluster.heal_controller(node)
         partitions = sorted(cluster.describe().topics[self.topic].partitions)
         for partition in partitions:
             try:
