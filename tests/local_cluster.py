@@ -23,7 +23,6 @@ from __future__ import annotations
 import re
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import time
@@ -34,7 +33,8 @@ from typing import Any, Callable
 import orjson
 
 from broker.controller.protocol import NO_LEADER, PartitionState, Snapshot, TopicState, encode
-from tests.broker_support import RawClient, recv_exact
+from tests.broker_support import RawClient
+from tests.controller_client import ConnectionClosed, ControllerClient
 from tests.tcp_proxy import TcpProxy
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -154,28 +154,20 @@ class ManagedProcess:
 
 
 def call_controller(host: str, port: int, message: dict[str, Any], timeout: float = 10.0) -> dict[str, Any]:
-    """One request to the controller on a fresh connection; the answer with its id.
-    Raises ClusterError when the controller answers with an error."""
-    request_id = 1
-    with socket.create_connection((host, port), timeout=timeout) as sock:
-        sock.sendall(encode({**message, "id": request_id}))
-        while True:
-            head = recv_exact(sock, 4)
-            if head is None:
-                raise ClusterError(f"the controller at {host}:{port} closed the connection instead of "
-                                   f"answering {message.get('type')!r}")
-            (size,) = struct.unpack(">i", head)
-            body = recv_exact(sock, size)
-            if body is None:
-                raise ClusterError(f"the controller at {host}:{port} closed the connection inside a frame")
-            answer = orjson.loads(body)
-            if answer.get("id") != request_id:
-                continue  # a push, not our answer
-            if answer.get("error"):
-                raise ClusterError(f"the controller refused {message.get('type')!r} "
-                                   f"({orjson.dumps(message).decode()[:200]}): {answer['error']}: "
-                                   f"{answer.get('message', '')}")
-            return answer
+    """One request to the controller on a fresh connection; its answer. Raises
+    ClusterError when the controller refuses it or closes the connection, OSError
+    when it cannot be reached."""
+    try:
+        with ControllerClient(port, host, timeout) as client:
+            answer = client.request(message)
+    except ConnectionClosed:
+        raise ClusterError(f"the controller at {host}:{port} closed the connection instead of "
+                           f"answering {message.get('type')!r}") from None
+    if answer.get("error"):
+        raise ClusterError(f"the controller refused {message.get('type')!r} "
+                           f"({orjson.dumps(message).decode()[:200]}): {answer['error']}: "
+                           f"{answer.get('message', '')}")
+    return answer
 
 
 def broker_partition_view(port: int, topic: str, timeout: float = 2.0) -> dict[int, tuple[int, int]] | None:
@@ -398,10 +390,10 @@ class LocalCluster:
         return Snapshot.from_dict(self.controller_call({"type": "describe"})["snapshot"])
 
     def try_describe(self) -> Snapshot | None:
-        """describe(), or None while the controller cannot be reached."""
+        """describe(), or None while the controller cannot be reached or answer."""
         try:
             return self.describe()
-        except OSError:
+        except (OSError, ClusterError):
             return None
 
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 3,
