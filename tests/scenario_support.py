@@ -51,8 +51,11 @@ LEADER_TIMEOUT_S = 30.0
 
 # Produce errors after which the broker surely did not append the batch (it checks
 # them before appending). Only definite when the producer did not retry.
+# NOT_LEADER_OR_FOLLOWER is not among them: a leader that loses its leadership while
+# an acks=all batch waits for replication answers it after the append (Kafka's
+# DelayedProduce does the same), and the batch may survive on the new leader.
 DEFINITE_PRODUCE_ERRORS = frozenset((
-    KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.NOT_ENOUGH_REPLICAS,
+    KafkaError.NOT_ENOUGH_REPLICAS,
     KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC,
     KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.INVALID_REQUIRED_ACKS,
 ))
