@@ -183,7 +183,8 @@ class ScenarioRun:
 
     def __init__(self, run_dir: Path, bootstrap: str, topic: str = "fp", name: str = "scenario",
                  message_timeout_ms: int = 10_000, request_timeout_ms: int = 5_000, retries: int | None = None,
-                 producer_config: dict[str, Any] | None = None) -> None:
+                 producer_config: dict[str, Any] | None = None,
+                 unacked_overrides: dict[str, Any] | None = None) -> None:
         self.run_dir = Path(run_dir)
         self.bootstrap = bootstrap
         self.topic = topic
@@ -197,6 +198,9 @@ class ScenarioRun:
         elif not self.idempotent:
             config.setdefault("retries", 0)  # (an idempotent producer needs retries >= 1: librdkafka's default)
         self.producer_config = config
+        # e.g. a short message.timeout.ms, so an unacked write ends before leadership moves and no
+        # retry of it can reach a new leader
+        self.unacked_producer_config = {**config, **(unacked_overrides or {})}
         # An idempotent producer retries for ever: its errors are never definite.
         self.definite_failures = not self.idempotent and int(config.get("retries", 1)) == 0
         self.default_timeout_s = int(self.producer_config["message.timeout.ms"]) / 1000 + 5
@@ -244,10 +248,15 @@ class ScenarioRun:
             self._producer.flush(timeout_s)
             self._producer = None
 
-    def send_unacked(self, values: Iterable[str], partition: int = 0) -> None:
-        """Produce every value now without waiting; their completions are recorded by `settle`."""
+    def send_unacked(self, values: Iterable[str], partition: int = 0, bootstrap: str | None = None) -> None:
+        """Produce every value now without waiting; their completions are recorded by `settle`.
+        `bootstrap` (for a fresh producer): the brokers it first asks for metadata and a producer
+        id — name the leader when another broker is paused, or a new producer may wait on it."""
         if self._unacked_producer is None:
-            self._unacked_producer = Producer(self.producer_config)
+            config = dict(self.unacked_producer_config)
+            if bootstrap:
+                config["bootstrap.servers"] = bootstrap
+            self._unacked_producer = Producer(config)
         for value in values:
             process = UNACKED_FIRST_PROCESS
             while process in self._unacked:
@@ -266,7 +275,9 @@ class ScenarioRun:
 
     def settle(self, timeout_s: float | None = None) -> list[SendOutcome]:
         """Wait up to `timeout_s` for every unacked send's delivery report and record the
-        completions, in invoke order; those still without a report are `info`."""
+        completions, in invoke order; those still without a report are `info`. The producer
+        is then closed (what it still holds purged): the next `send_unacked` starts a fresh
+        one, so no retry of a settled write can reach the broker later."""
         if not self._unacked:
             return []
         timeout_s = self.default_timeout_s if timeout_s is None else timeout_s
@@ -284,6 +295,9 @@ class ScenarioRun:
             self.recorder.complete(handle, kind, completion, error=error)
             outcomes.append(_outcome(kind, completion, error))
         self._unacked.clear()
+        self._unacked_producer.purge()
+        self._unacked_producer.flush(0)
+        self._unacked_producer = None
         return outcomes
 
     # -- polls and faults ---------------------------------------------------------------

@@ -15,6 +15,11 @@ the replicas' dumped logs (`check_run`), never from asserts on internals.
 | KAFKA-6361 (KIP-279): two leader changes in quick succession | kip101: replica-divergence | kip279, kip320 |
 | KAFKA-6880 (KIP-320): a zombie follower, cut off from the controller, across two leader changes | kip279: replica-divergence | kip320 |
 
+The writes that must stay uncommitted in the last two scenarios are sent by a
+fresh producer (bootstrapped at the leader, not at a paused broker) with a 1 s
+message timeout, and the scenario waits for that to pass and closes that
+producer before leadership moves: no retry of them can reach a later leader.
+
 Node roles follow the controller's deterministic assignment: the first topic's
 partition 0 has replicas [1, 2, ...] and node 1 leads it; elections take the
 first live ISR member in that order.
@@ -33,6 +38,8 @@ from tests.scenario_support import ScenarioRun, anomaly_names, dump_replica
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 TOPIC = "fp"
+SHORT_LIVED = {"message.timeout.ms": 1000, "request.timeout.ms": 800}
+UNACKED_EXPIRY_S = 1.5
 
 
 def replica_lines(cluster: LocalCluster, node: int) -> list[dict]:
@@ -58,6 +65,10 @@ def wait_for_checkpointed_hw(cluster: LocalCluster, node: int, hw: int, timeout:
 def wait_for_log_length(cluster: LocalCluster, node: int, length: int, timeout: float = 15) -> None:
     cluster.wait_until(lambda: len(replica_values(cluster, node)) >= length, timeout,
                        f"n{node}'s log of {TOPIC}-0 to hold {length} records")
+
+
+def address(cluster: LocalCluster, node: int) -> str:
+    return f"127.0.0.1:{cluster.port(node)}"
 
 
 def all_ok(outcomes) -> bool:
@@ -150,12 +161,15 @@ def kip279_fast_leader_changes(base: Path, mode: str):
         assert c.leader(TOPIC, 0) == a
         c.wait_for_isr(TOPIC, 0, isr_size=3)
         with ScenarioRun(base / "run", c.bootstrap, name=f"kip279-{mode}", request_timeout_ms=3000,
-                         message_timeout_ms=5000) as run:
+                         message_timeout_ms=15000,
+                         unacked_overrides=SHORT_LIVED) as run:
             assert all_ok(run.send(run.next_values(3)))
             run.nemesis("pause", {"node": f"n{b}"})
             c.pause(b)
-            run.send_unacked(run.next_values(1))  # A and C have it; B is paused: not committed
+            run.send_unacked(run.next_values(1), bootstrap=address(c, a))  # A and C have it; B is paused
             wait_for_log_length(c, cc, 4)
+            time.sleep(UNACKED_EXPIRY_S)
+            run.settle(5)
             run.nemesis("pause", {"node": f"n{cc}"})
             c.pause(cc)
             run.nemesis("stop", {"node": f"n{a}"})
@@ -163,8 +177,10 @@ def kip279_fast_leader_changes(base: Path, mode: str):
             c.wait_until(lambda: c.leader(TOPIC, 0) == b, 15, "B elected")
             run.nemesis("resume", {"node": f"n{b}"})
             c.resume(b)
-            run.send_unacked(run.next_values(1))  # B writes it at offset 3; C is paused: not committed
+            run.send_unacked(run.next_values(1), bootstrap=address(c, b))  # B writes it at 3; C is paused
             wait_for_log_length(c, b, 4)
+            time.sleep(UNACKED_EXPIRY_S)
+            run.settle(5)
             run.nemesis("stop", {"node": f"n{b}"})
             c.stop(b)  # C (paused, still in the ISR) is elected
             c.wait_until(lambda: c.leader(TOPIC, 0) == cc, 15, "C elected")
@@ -191,7 +207,8 @@ def kafka_6880_zombie_follower(base: Path, mode: str):
         assert c.leader(TOPIC, 0) == a
         c.wait_for_isr(TOPIC, 0, isr_size=3)
         with ScenarioRun(base / "run", c.bootstrap, name=f"kafka-6880-{mode}", request_timeout_ms=3000,
-                         message_timeout_ms=5000) as run:
+                         message_timeout_ms=15000,
+                         unacked_overrides=SHORT_LIVED) as run:
             assert all_ok(run.send(run.next_values(3)))
             run.nemesis("partition", {"cut": f"n{b}-controller"}, type="invoke")
             c.cut_controller(b)
@@ -199,8 +216,10 @@ def kafka_6880_zombie_follower(base: Path, mode: str):
             c.wait_for_isr(TOPIC, 0, members=(a, cc), timeout=20)
             run.nemesis("pause", {"node": f"n{cc}"})
             c.pause(cc)
-            run.send_unacked(run.next_values(1))  # A writes it, zombie B copies it; C is paused: not committed
+            run.send_unacked(run.next_values(1), bootstrap=address(c, a))  # zombie B copies it; C is paused
             wait_for_log_length(c, b, 4)
+            time.sleep(UNACKED_EXPIRY_S)
+            run.settle(5)
             run.nemesis("stop", {"node": f"n{a}"})
             c.stop(a)  # leadership moves to C
             c.wait_until(lambda: c.leader(TOPIC, 0) == cc, 15, "C elected")

@@ -52,8 +52,8 @@ class BrokerConfig:
                      "replica_request_timeout_ms"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
-        if self.node_id < 0:
-            raise ConfigError(f"--node-id must be >= 0, got {self.node_id}")
+        if not 0 <= self.node_id < 65536:
+            raise ConfigError(f"--node-id must be within 0..65535, got {self.node_id}")
         if self.flush not in FLUSH_MODES:
             raise ConfigError(f"--flush must be one of {', '.join(FLUSH_MODES)}, got {self.flush!r}")
         if self.flush_interval_ms < 0:

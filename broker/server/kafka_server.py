@@ -99,7 +99,7 @@ class KafkaServer:
         else:
             self.local_controller = LocalController(c.node_id, c.data_dir, self.metadata, self.replicas,
                                                     c.max_partitions)
-        self.producer_ids = ProducerIdManager(c.data_dir)
+        self.producer_ids = ProducerIdManager(c.data_dir, node_id=c.node_id)
         self.offsets = OffsetStore(c.data_dir, fsync=c.flush == "fsync")
         self.offsets.open()
         self.groups = GroupCoordinator(
@@ -220,18 +220,18 @@ class KafkaServer:
 
     async def shutdown(self) -> None:
         log.info("shutting down")
-        await self._controlled_shutdown()
+        await _bounded(self._controlled_shutdown(), "the controlled shutdown")
         if self.listener is not None:
             self.listener.stopped = True
         if self.fetchers is not None:
-            await self.fetchers.shutdown()
+            await _bounded(self.fetchers.shutdown(), "stopping the replica fetchers")
         if self.channel is not None:
-            await self.channel.stop()
+            await _bounded(self.channel.stop(), "closing the controller channel")
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         if self.socket_server is not None:
-            await self.socket_server.stop()
+            await _bounded(self.socket_server.stop(), "closing client connections")
         if self.groups is not None:
             self.groups.shutdown()
             self.offsets.close()
@@ -240,6 +240,18 @@ class KafkaServer:
             self.replicas.checkpoint_high_watermarks()
             self.log_manager.close()
         log.info("shutdown complete")
+
+
+SHUTDOWN_STEP_TIMEOUT_S = 6.0
+
+
+async def _bounded(step, what: str) -> None:
+    """One shutdown step, given up after SHUTDOWN_STEP_TIMEOUT_S: the logs are flushed and the
+    checkpoints written whatever a peer does."""
+    try:
+        await asyncio.wait_for(step, SHUTDOWN_STEP_TIMEOUT_S)
+    except asyncio.TimeoutError:
+        log.warning("%s took longer than %gs; going on with the shutdown", what, SHUTDOWN_STEP_TIMEOUT_S)
 
 
 async def run(config: BrokerConfig) -> int:

@@ -223,14 +223,18 @@ class Partition:
         state.log_end_offset = fetch_offset
         self.maybe_increment_high_watermark()
 
-    def isr_expansion(self, require_epoch_start: bool) -> tuple[int, ...] | None:
-        """The ISR with every caught-up follower added (LEO >= HW, and with `require_epoch_start`
-        (KIP-320 era) >= the start of this leader's epoch), or None when nobody is to join."""
-        if not self.is_leader or self.pending_isr is not None:
+    def isr_expansion(self, replica_id: int, require_epoch_start: bool) -> tuple[int, ...] | None:
+        """The ISR with `replica_id` added when it caught up (LEO >= HW, and with `require_epoch_start`
+        (KIP-320 era) >= the start of this leader's epoch), or None. One follower at a time, as Kafka:
+        one that cannot join (fenced) does not hold the others back."""
+        if not self.is_leader or self.pending_isr is not None or replica_id in self.isr:
             return None
-        joining = [r for r, s in self._remote.items() if r not in self.isr and s.log_end_offset >= self.high_watermark
-                   and (not require_epoch_start or s.log_end_offset >= self.leader_epoch_start_offset)]
-        return (*self.isr, *sorted(joining)) if joining else None
+        s = self._remote.get(replica_id)
+        if s is None or s.log_end_offset < self.high_watermark:
+            return None
+        if require_epoch_start and s.log_end_offset < self.leader_epoch_start_offset:
+            return None
+        return (*self.isr, replica_id)
 
     def isr_shrink(self, now_ms: float, lag_time_max_ms: int) -> tuple[int, ...] | None:
         """The ISR without the followers not caught up for `lag_time_max_ms`, or None when nobody is out."""

@@ -70,7 +70,7 @@ class ReplicaManager:
         self.require_epoch_start_to_join_isr = require_epoch_start_to_join_isr
         self._partitions: dict[TopicPartition, Partition] = {}
         self._hw_checkpoint: dict[TopicPartition, int] | None = None
-        self._isr_retry_at: dict[TopicPartition, float] = {}
+        self._isr_retry_at: dict[tuple[TopicPartition, int | None], float] = {}
         self._isr_tasks: set[asyncio.Task] = set()
 
     # partitions
@@ -97,7 +97,7 @@ class ReplicaManager:
         """Open (or create) the partition's log and lead it at `leader_epoch`."""
         p = self._get_or_create(tp)
         p.make_leader(leader_epoch, tuple(replicas), tuple(isr), partition_epoch)
-        self._isr_retry_at.pop(tp, None)
+        self._forget_isr_retries(tp)
         return p
 
     def make_follower(self, tp: TopicPartition, leader_id: int, leader_epoch: int, replicas: Iterable[int],
@@ -108,7 +108,7 @@ class ReplicaManager:
 
     def stop_replica(self, tp: TopicPartition, delete: bool) -> None:
         p = self._partitions.pop(tp, None)
-        self._isr_retry_at.pop(tp, None)
+        self._forget_isr_retries(tp)
         if p is not None:
             p.leader_id = -1
             p._wake()
@@ -198,7 +198,7 @@ class ReplicaManager:
                 continue
             if params.replica_id >= 0:
                 p.update_follower_fetch_state(params.replica_id, req.fetch_offset)
-                self._maybe_expand_isr(p)
+                self._maybe_expand_isr(p, params.replica_id)
             first = budget == params.max_bytes
             limit = min(req.max_bytes, budget)
             try:
@@ -233,12 +233,16 @@ class ReplicaManager:
 
     # ISR changes (leader)
 
-    def _maybe_expand_isr(self, p: Partition) -> None:
+    def _forget_isr_retries(self, tp: TopicPartition) -> None:
+        for key in [k for k in self._isr_retry_at if k[0] == tp]:
+            del self._isr_retry_at[key]
+
+    def _maybe_expand_isr(self, p: Partition, replica_id: int) -> None:
         if self.isr_changer is None:
             return
-        isr = p.isr_expansion(self.require_epoch_start_to_join_isr)
+        isr = p.isr_expansion(replica_id, self.require_epoch_start_to_join_isr)
         if isr is not None:
-            self._change_isr(p, isr)
+            self._change_isr(p, isr, retry_key=(p.tp, replica_id))
 
     def maybe_shrink_isrs(self, now_ms: float) -> None:
         """Drop from the ISR of every led partition the followers that lagged too long (a periodic duty)."""
@@ -247,19 +251,21 @@ class ReplicaManager:
         for p in self._partitions.values():
             isr = p.isr_shrink(now_ms, self.replica_lag_time_max_ms)
             if isr is not None:
-                self._change_isr(p, isr)
+                self._change_isr(p, isr, retry_key=(p.tp, None))
 
-    def _change_isr(self, p: Partition, isr: tuple[int, ...]) -> None:
+    def _change_isr(self, p: Partition, isr: tuple[int, ...], retry_key: tuple[TopicPartition, int | None]) -> None:
+        """Ask the controller for `isr`; after a refusal the same change (this partition's shrink, or
+        this follower joining) waits ISR_RETRY_BACKOFF_MS before it is asked again."""
         loop = asyncio.get_running_loop()
-        if loop.time() < self._isr_retry_at.get(p.tp, 0.0):
+        if loop.time() < self._isr_retry_at.get(retry_key, 0.0):
             return
         p.pending_isr = isr
-        task = loop.create_task(self._send_isr_change(p, p.leader_epoch, p.partition_epoch, isr))
+        task = loop.create_task(self._send_isr_change(p, p.leader_epoch, p.partition_epoch, isr, retry_key))
         self._isr_tasks.add(task)
         task.add_done_callback(self._isr_tasks.discard)
 
     async def _send_isr_change(self, p: Partition, leader_epoch: int, partition_epoch: int,
-                               isr: tuple[int, ...]) -> None:
+                               isr: tuple[int, ...], retry_key: tuple[TopicPartition, int | None]) -> None:
         log.info("%s: asking the controller to change the ISR %s -> %s (leader epoch %d, partition epoch %d)",
                  p.tp, list(p.isr), list(isr), leader_epoch, partition_epoch)
         try:
@@ -274,7 +280,7 @@ class ReplicaManager:
             return
         if p.pending_isr == isr:
             p.pending_isr = None
-        self._isr_retry_at[p.tp] = asyncio.get_running_loop().time() + ISR_RETRY_BACKOFF_MS / 1000
+        self._isr_retry_at[retry_key] = asyncio.get_running_loop().time() + ISR_RETRY_BACKOFF_MS / 1000
         log.info("%s: ISR change to %s refused: %s", p.tp, list(isr), result.error)
 
     # durability
