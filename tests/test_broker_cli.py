@@ -31,7 +31,7 @@ def test_usage_and_unknown_verb():
     (["--node-id", "1", "--listen", "127.0.0.1:x", "--data-dir", "d"], "--listen must be HOST:PORT"),
     (["--node-id", "1", "--listen", "0.0.0.0:9092", "--data-dir", "d"], "give --advertise HOST:PORT"),
     (["--node-id", "1", "--listen", "127.0.0.1:0", "--data-dir", "d", "--advertise", "h:0"], "needs a real port"),
-    (["--node-id", "-3", "--listen", "127.0.0.1:0", "--data-dir", "d"], "--node-id must be >= 0"),
+    (["--node-id", "-3", "--listen", "127.0.0.1:0", "--data-dir", "d"], "--node-id must be within 0..65535"),
     (["--node-id", "1", "--listen", "127.0.0.1:0", "--data-dir", "d", "--flush", "sometimes"], "invalid choice"),
 ])
 def test_bad_serve_arguments_exit_2_with_the_reason(args, message, tmp_path):

@@ -5,8 +5,8 @@ logs through the log manager (a partition starts from its HW checkpoint), makes
 them leaders or followers when told, appends producer batches and answers acks
 (acks=all waits in a purgatory until the high watermark passes the batch, while
 the leadership it was written in lasts, and answers
-NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR fell below min.insync.replicas
-meanwhile), reads for fetches and parks a fetch that found fewer than
+NOT_ENOUGH_REPLICAS_AFTER_APPEND as soon as the ISR falls below
+min.insync.replicas, which holds the HW), reads for fetches and parks a fetch that found fewer than
 min_bytes until an append wakes it or max_wait_ms runs out. As leader it asks
 the controller to shrink the ISR (followers lagging more than
 replica.lag.time.max.ms) or expand it (followers caught up), one change in
@@ -148,11 +148,14 @@ class ReplicaManager:
                 if p is None or not p.is_leader or p.leader_epoch != r.leader_epoch:
                     results[tp] = AppendOutcome(ErrorCode.NOT_LEADER_OR_FOLLOWER, message=(
                         f"leadership of {tp} in epoch {r.leader_epoch} ended before the batch was replicated"))
+                elif len(p.isr) < p.min_insync_replicas:
+                    # The HW is held below min.insync: say so now rather than at the timeout. The batch
+                    # stays in the log and may still commit: the error is not a definite failure.
+                    results[tp] = AppendOutcome(ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND, message=(
+                        f"ISR {list(p.isr)} of {tp} fell below min.insync.replicas={p.min_insync_replicas} "
+                        "after the append"))
                 elif p.high_watermark > r.last_offset:
                     done.add(tp)
-                    if len(p.isr) < p.min_insync_replicas:
-                        results[tp] = AppendOutcome(ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND, message=(
-                            f"ISR {list(p.isr)} of {tp} fell below min.insync.replicas={p.min_insync_replicas}"))
                 else:
                     pending.append(tp)
             if not pending:
