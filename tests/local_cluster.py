@@ -20,6 +20,7 @@ a process that dies on start is reported with the tail of that log.
 """
 from __future__ import annotations
 
+import random
 import re
 import signal
 import socket
@@ -50,8 +51,27 @@ class ClusterError(RuntimeError):
     """A cluster process or request did not do what was asked (the message says which and why)."""
 
 
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
 def free_port() -> int:
-    """A port that was free on 127.0.0.1 a moment ago (bound to port 0, read, closed)."""
+    """A port free on 127.0.0.1 now, chosen below the kernel's ephemeral range: a port kept
+    across restarts must not be taken meanwhile by some client's outgoing connection (or by
+    another listener on port 0), which both draw from that range."""
+    low, _ = _ephemeral_range()
+    candidates = list(range(10_000, max(low, 10_001)))
+    random.shuffle(candidates)
+    for port in candidates[:500]:
+        try:
+            with socket.create_server(("127.0.0.1", port)):
+                return port
+        except OSError:
+            continue
     with socket.create_server(("127.0.0.1", 0)) as s:
         return s.getsockname()[1]
 
