@@ -18,7 +18,7 @@ from harness.checking import check_run
 from tests.broker_support import start_broker
 from tests.scenario_support import ScenarioRun, dump_replica, final_read, write_final, write_test
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 TOPIC = "fp"
 PRODUCER = 0
