@@ -247,30 +247,28 @@ def kafka_6880_zombie_follower(base: Path, mode: str):
             return run.finish(c)
 
 
-@pytest.mark.parametrize("mode, expected", [("hw", {"lost-write"}), ("kip320", set())])
-def test_kip101_scenario_1(tmp_path, mode, expected):
-    outcome = kip101_scenario_1(tmp_path, mode)
+def assert_verdict(outcome, expected: set[str]) -> None:
+    """`expected` anomalies found (the bug reproduced), or, when it is empty, a valid run."""
     found = anomaly_names(outcome)
     assert expected <= found if expected else outcome.valid is True, (found, outcome.results["anomaly_counts"])
+
+
+@pytest.mark.parametrize("mode, expected", [("hw", {"lost-write"}), ("kip320", set())])
+def test_kip101_scenario_1(tmp_path, mode, expected):
+    assert_verdict(kip101_scenario_1(tmp_path, mode), expected)
 
 
 @pytest.mark.parametrize("mode, expected", [("hw", {"replica-divergence"}), ("kip320", set())])
 def test_kip101_scenario_2(tmp_path, mode, expected):
-    outcome = kip101_scenario_2(tmp_path, mode)
-    found = anomaly_names(outcome)
-    assert expected <= found if expected else outcome.valid is True, (found, outcome.results["anomaly_counts"])
+    assert_verdict(kip101_scenario_2(tmp_path, mode), expected)
 
 
 @pytest.mark.parametrize("mode, expected", [("kip101", {"replica-divergence"}), ("kip279", set()),
                                             ("kip320", set())])
 def test_kip279_fast_leader_changes(tmp_path, mode, expected):
-    outcome = kip279_fast_leader_changes(tmp_path, mode)
-    found = anomaly_names(outcome)
-    assert expected <= found if expected else outcome.valid is True, (found, outcome.results["anomaly_counts"])
+    assert_verdict(kip279_fast_leader_changes(tmp_path, mode), expected)
 
 
 @pytest.mark.parametrize("mode, expected", [("kip279", {"replica-divergence"}), ("kip320", set())])
 def test_kafka_6880_zombie_follower(tmp_path, mode, expected):
-    outcome = kafka_6880_zombie_follower(tmp_path, mode)
-    found = anomaly_names(outcome)
-    assert expected <= found if expected else outcome.valid is True, (found, outcome.results["anomaly_counts"])
+    assert_verdict(kafka_6880_zombie_follower(tmp_path, mode), expected)
