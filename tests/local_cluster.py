@@ -76,6 +76,20 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def _wait_for_process_state(pid: int, stopped: bool, timeout: float = 5.0) -> None:
+    """Until /proc/<pid>/stat says the process is (or is no longer) stopped; gone counts as done."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return
+        if (stat[stat.rindex(")") + 2] in "Tt") == stopped:
+            return
+        time.sleep(0.005)
+    raise ClusterError(f"process {pid} did not {'stop' if stopped else 'continue'} within {timeout:g}s")
+
+
 def node_name(node: int) -> str:
     return f"n{node}"
 
@@ -377,14 +391,18 @@ class LocalCluster:
         self.start(node, timeout)
 
     def pause(self, node: int) -> None:
+        """SIGSTOP, and wait until the kernel shows the process stopped (signals arrive asynchronously)."""
         b = self._broker(node)
         b.signal(signal.SIGSTOP)
         b.paused = True
+        _wait_for_process_state(b.pid, stopped=True)
 
     def resume(self, node: int) -> None:
+        """SIGCONT, and wait until the process runs again."""
         b = self._broker(node)
         b.signal(signal.SIGCONT)
         b.paused = False
+        _wait_for_process_state(b.pid, stopped=False)
 
     def kill_controller(self) -> None:
         self.controller.kill()
