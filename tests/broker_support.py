@@ -9,17 +9,17 @@
 from __future__ import annotations
 
 import re
-import signal
 import socket
 import struct
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.managed_process import ManagedProcess
 
 _LISTENING = re.compile(r"broker \d+ listening on ([0-9.]+):(\d+)")
 
@@ -39,66 +39,51 @@ def recv_exact(sock: socket.socket, n: int) -> bytes | None:
     return b"".join(chunks)
 
 
-@dataclass
 class BrokerProcess:
-    data_dir: Path
-    log_file: Path
-    node_id: int
-    port: int
-    extra_args: tuple[str, ...]
-    proc: subprocess.Popen | None = field(default=None, repr=False)
+    """`python -m broker serve` started by a test (its stdout and stderr go to `log_file`)."""
+
+    def __init__(self, data_dir: Path, log_file: Path, node_id: int, port: int,
+                 extra_args: tuple[str, ...]) -> None:
+        self.data_dir = data_dir
+        self.log_file = log_file
+        self.node_id = node_id
+        self.port = port
+        self.extra_args = extra_args
+        self.process: ManagedProcess | None = None
 
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
 
     @property
+    def proc(self) -> subprocess.Popen | None:
+        return self.process.proc if self.process else None
+
+    @property
     def pid(self) -> int:
-        assert self.proc is not None
-        return self.proc.pid
+        assert self.process is not None
+        return self.process.pid
 
     def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
+        return self.process is not None and self.process.alive()
 
     def log_text(self) -> str:
         return self.log_file.read_text(errors="replace") if self.log_file.exists() else ""
 
     def _launch(self, timeout: float) -> None:
-        start_at = self.log_file.stat().st_size if self.log_file.exists() else 0
         cmd = [sys.executable, "-m", "broker", "serve", "--node-id", str(self.node_id),
-               "--listen", f"127.0.0.1:{self.port}", "--data-dir", str(self.data_dir),
-               "--log-file", str(self.log_file), *self.extra_args]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                     cwd=Path(__file__).resolve().parent.parent)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            text = self.log_text()[start_at:]
-            m = _LISTENING.search(text)
-            if m:
-                self.port = int(m.group(2))
-                return
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"broker exited with {self.proc.returncode} on start; its log:\n{text}")
-            time.sleep(0.02)
-        self.kill()
-        raise RuntimeError(f"broker did not report listening within {timeout}s; its log:\n{self.log_text()}")
+               "--listen", f"127.0.0.1:{self.port}", "--data-dir", str(self.data_dir), *self.extra_args]
+        self.process = ManagedProcess(f"broker {self.node_id}", cmd, self.log_file, _LISTENING)
+        self.port = int(self.process.wait_ready(self.process.launch(), timeout).group(2))
 
     def stop(self, timeout: float = 15) -> int:
         """SIGTERM (clean shutdown) and wait; returns the exit status."""
-        if not self.alive():
-            return self.proc.returncode if self.proc else 0
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            raise
+        return self.process.stop(timeout) if self.process else 0
 
     def kill(self) -> None:
         """SIGKILL: no flush, no checkpoint, no clean-shutdown marker."""
-        if self.alive():
-            self.proc.send_signal(signal.SIGKILL)
-            self.proc.wait(10)
+        if self.process is not None:
+            self.process.kill()
 
     def restart(self, timeout: float = 15) -> None:
         """Start again on the same port and data directory (after stop() or kill())."""

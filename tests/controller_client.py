@@ -12,23 +12,21 @@ from __future__ import annotations
 
 import re
 import select
-import signal
 import socket
 import struct
 import subprocess
 import sys
 import time
 from collections import deque
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from tests.broker_support import recv_exact
+from tests.managed_process import ManagedProcess
 
 _LISTENING = re.compile(r"controller listening on ([0-9.]+):(\d+)")
-ROOT = Path(__file__).resolve().parent.parent
 
 
 class ConnectionClosed(Exception):
@@ -112,20 +110,26 @@ class ControllerClient:
         return False
 
 
-@dataclass
 class ControllerProcess:
-    data_dir: Path
-    log_file: Path
-    port: int
-    extra_args: tuple[str, ...]
-    proc: subprocess.Popen | None = field(default=None, repr=False)
+    """`python -m broker controller` started by a test (its stdout and stderr go to `log_file`)."""
+
+    def __init__(self, data_dir: Path, log_file: Path, port: int, extra_args: tuple[str, ...]) -> None:
+        self.data_dir = data_dir
+        self.log_file = log_file
+        self.port = port
+        self.extra_args = extra_args
+        self.process: ManagedProcess | None = None
 
     @property
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
 
+    @property
+    def proc(self) -> subprocess.Popen | None:
+        return self.process.proc if self.process else None
+
     def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
+        return self.process is not None and self.process.alive()
 
     def log_text(self) -> str:
         return self.log_file.read_text(errors="replace") if self.log_file.exists() else ""
@@ -134,38 +138,18 @@ class ControllerProcess:
         return ControllerClient(self.port, timeout=timeout)
 
     def _launch(self, port: int, timeout: float) -> None:
-        start_at = len(self.log_text())
         cmd = [sys.executable, "-m", "broker", "controller", "--listen", f"127.0.0.1:{port}",
-               "--data-dir", str(self.data_dir), "--log-file", str(self.log_file), *self.extra_args]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            text = self.log_text()[start_at:]
-            m = _LISTENING.search(text)
-            if m:
-                self.port = int(m.group(2))
-                return
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"controller exited with {self.proc.returncode} on start; its log:\n{text}")
-            time.sleep(0.02)
-        self.kill()
-        raise RuntimeError(f"controller did not report listening within {timeout}s; its log:\n{self.log_text()}")
+               "--data-dir", str(self.data_dir), *self.extra_args]
+        self.process = ManagedProcess("controller", cmd, self.log_file, _LISTENING)
+        self.port = int(self.process.wait_ready(self.process.launch(), timeout).group(2))
 
     def stop(self, timeout: float = 15) -> int:
         """SIGTERM and wait; returns the exit status."""
-        if not self.alive():
-            return self.proc.returncode if self.proc else 0
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            raise
+        return self.process.stop(timeout) if self.process else 0
 
     def kill(self) -> None:
-        if self.alive():
-            self.proc.send_signal(signal.SIGKILL)
-            self.proc.wait(10)
+        if self.process is not None:
+            self.process.kill()
 
     def restart(self, timeout: float = 15, same_port: bool = True) -> None:
         """Start again on the same data directory (and port, unless `same_port` is False)."""
