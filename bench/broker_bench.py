@@ -26,37 +26,19 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
+from confluent_kafka import Consumer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
+from bench.producer_load import VALUE_BYTES, latency_at_rate, percentile, produce_throughput  # noqa: E402
 from tests.broker_support import start_broker  # noqa: E402
 
-VALUE_BYTES = 100
+ACKS_1 = {"acks": "1"}
 
 
 def create_topic(bootstrap: str, name: str, partitions: int) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})  # must outlive the future
     futures = admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])
     futures[name].result(10)
-
-
-def produce_throughput(bootstrap: str, topic: str, count: int) -> float:
-    value = b"v" * VALUE_BYTES
-    p = Producer({"bootstrap.servers": bootstrap, "acks": "1", "queue.buffering.max.messages": 1_000_000})
-    failures = []
-    start = time.perf_counter()
-    for _ in range(count):
-        while True:
-            try:
-                p.produce(topic, value, on_delivery=lambda err, _m: err and failures.append(err))
-                break
-            except BufferError:
-                p.poll(0.001)
-    left = p.flush(120)
-    elapsed = time.perf_counter() - start
-    if left or failures:
-        raise SystemExit(f"produce failed: {left} left in queue, {len(failures)} errors, e.g. {failures[:1]}")
-    return elapsed
 
 
 def fetch_throughput(bootstrap: str, topic: str, partitions: int, count: int) -> float:
@@ -77,33 +59,6 @@ def fetch_throughput(bootstrap: str, topic: str, partitions: int, count: int) ->
     return elapsed
 
 
-def latency_at_rate(bootstrap: str, topic: str, rate: int, seconds: float) -> list[float]:
-    value = b"l" * VALUE_BYTES
-    p = Producer({"bootstrap.servers": bootstrap, "acks": "1"})
-    p.produce(topic, value)  # connect and fetch metadata before measuring
-    p.flush(10)
-    latencies: list[float] = []
-    total = int(rate * seconds)
-    start = time.perf_counter()
-    sent = 0
-    while sent < total:
-        due = min(int((time.perf_counter() - start) * rate) + 1, total)
-        while sent < due:
-            t0 = time.perf_counter()
-            p.produce(topic, value, on_delivery=lambda err, _m, t0=t0: err is None and latencies.append(
-                time.perf_counter() - t0))
-            sent += 1
-        p.poll(0.0002)
-    p.flush(30)
-    if len(latencies) != total:
-        raise SystemExit(f"only {len(latencies)} of {total} latency samples were delivered")
-    return latencies
-
-
-def percentile(sorted_values: list[float], q: float) -> float:
-    return sorted_values[min(int(q * len(sorted_values)), len(sorted_values) - 1)]
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--messages", type=int, default=500_000)
@@ -120,14 +75,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         create_topic(broker.bootstrap, "bench", args.partitions)
         mb = args.messages * VALUE_BYTES / 1e6
-        elapsed = produce_throughput(broker.bootstrap, "bench", args.messages)
+        elapsed = produce_throughput({"bootstrap.servers": broker.bootstrap, **ACKS_1}, "bench", args.messages)
         print(f"produce  acks=1 {args.messages:>9,} msgs x {VALUE_BYTES} B in {elapsed:6.2f} s: "
               f"{args.messages / elapsed:>9,.0f} msgs/s {mb / elapsed:7.1f} MB/s")
         elapsed = fetch_throughput(broker.bootstrap, "bench", args.partitions, args.messages)
         print(f"fetch           {args.messages:>9,} msgs x {VALUE_BYTES} B in {elapsed:6.2f} s: "
               f"{args.messages / elapsed:>9,.0f} msgs/s {mb / elapsed:7.1f} MB/s")
         create_topic(broker.bootstrap, "latency", 1)
-        lat = sorted(latency_at_rate(broker.bootstrap, "latency", args.rate, args.seconds))
+        lat = sorted(latency_at_rate({"bootstrap.servers": broker.bootstrap, **ACKS_1}, "latency", args.rate, args.seconds))
         print(f"latency  acks=1 at {args.rate:,} msgs/s for {args.seconds:g} s ({len(lat):,} msgs): "
               f"p50 {percentile(lat, 0.5) * 1000:.2f} ms, p99 {percentile(lat, 0.99) * 1000:.2f} ms, "
               f"max {lat[-1] * 1000:.2f} ms, mean {statistics.fmean(lat) * 1000:.2f} ms")

@@ -45,63 +45,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from confluent_kafka import Producer  # noqa: E402
 
+from bench.producer_load import VALUE_BYTES, latency_at_rate, percentile, produce_throughput  # noqa: E402
 from tests.local_cluster import LocalCluster  # noqa: E402
 
-VALUE_BYTES = 100
 TOPIC_CONFIGS = {"min.insync.replicas": "2"}
 LOG_TIME = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}) ")
 
 
 def producer_config(bootstrap: str, **overrides: object) -> dict[str, object]:
     return {"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": False, **overrides}
-
-
-def produce_throughput(bootstrap: str, topic: str, count: int) -> float:
-    value = b"v" * VALUE_BYTES
-    p = Producer(producer_config(bootstrap, **{"queue.buffering.max.messages": 1_000_000}))
-    failures: list[object] = []
-    start = time.perf_counter()
-    for _ in range(count):
-        while True:
-            try:
-                p.produce(topic, value, on_delivery=lambda err, _m: err and failures.append(err))
-                break
-            except BufferError:
-                p.poll(0.001)
-    left = p.flush(300)
-    elapsed = time.perf_counter() - start
-    if left or failures:
-        raise SystemExit(f"produce failed: {left} left in queue, {len(failures)} errors, e.g. {failures[:1]}")
-    return elapsed
-
-
-def latency_at_rate(bootstrap: str, topic: str, rate: int, seconds: float) -> list[float]:
-    value = b"l" * VALUE_BYTES
-    p = Producer(producer_config(bootstrap))
-    p.produce(topic, value)  # connect and fetch metadata before measuring
-    p.flush(10)
-    latencies: list[float] = []
-    errors: list[object] = []
-    total = int(rate * seconds)
-    start = time.perf_counter()
-    sent = 0
-    while sent < total:
-        due = min(int((time.perf_counter() - start) * rate) + 1, total)
-        while sent < due:
-            t0 = time.perf_counter()
-            p.produce(topic, value, on_delivery=lambda err, _m, t0=t0: errors.append(err) if err else
-                      latencies.append(time.perf_counter() - t0))
-            sent += 1
-        p.poll(0.0002)
-    p.flush(30)
-    if len(latencies) != total:
-        raise SystemExit(f"only {len(latencies)} of {total} latency samples were delivered; "
-                         f"errors e.g. {errors[:1]}")
-    return latencies
-
-
-def percentile(sorted_values: list[float], q: float) -> float:
-    return sorted_values[min(int(q * len(sorted_values)), len(sorted_values) - 1)]
 
 
 def failover(cluster: LocalCluster, topic: str, rate: int, after_s: float = 60.0) -> dict[str, float | int | None]:
@@ -191,12 +143,12 @@ def main(argv: list[str] | None = None) -> int:
                   f"session timeout {args.session_timeout_ms} ms, data in {work}")
             cluster.create_topic("bench", replication_factor=3, configs=TOPIC_CONFIGS)
             mb = args.messages * VALUE_BYTES / 1e6
-            elapsed = produce_throughput(cluster.bootstrap, "bench", args.messages)
+            elapsed = produce_throughput(producer_config(cluster.bootstrap), "bench", args.messages, 300)
             print(f"(a) produce acks=all RF 3 {args.messages:>9,} msgs x {VALUE_BYTES} B in {elapsed:6.2f} s: "
                   f"{args.messages / elapsed:>9,.0f} msgs/s {mb / elapsed:7.1f} MB/s")
 
             cluster.create_topic("latency", replication_factor=3, configs=TOPIC_CONFIGS)
-            lat = sorted(latency_at_rate(cluster.bootstrap, "latency", args.rate, args.seconds))
+            lat = sorted(latency_at_rate(producer_config(cluster.bootstrap), "latency", args.rate, args.seconds))
             print(f"(b) latency acks=all RF 3 at {args.rate:,} msgs/s for {args.seconds:g} s ({len(lat):,} msgs): "
                   f"p50 {percentile(lat, 0.5) * 1000:.2f} ms, p99 {percentile(lat, 0.99) * 1000:.2f} ms, "
                   f"max {lat[-1] * 1000:.2f} ms, mean {statistics.fmean(lat) * 1000:.2f} ms")
