@@ -289,12 +289,6 @@ class ReplicaFetcherManager:
             if not fetcher.states:
                 self._retire(leader_id)
 
-    def follows(self, tp: TopicPartition) -> tuple[int, FetchState] | None:
-        leader_id = self._leader_of.get(tp)
-        if leader_id is None:
-            return None
-        return leader_id, self._fetchers[leader_id].states[tp]
-
     def _retire(self, leader_id: int) -> None:
         fetcher = self._fetchers.pop(leader_id)
         asyncio.get_running_loop().create_task(fetcher.stop())
