@@ -1,0 +1,32 @@
+"""Host backends (DESIGN.md §4.1): netns, process, docker, ssh.
+
+Each backend is a module here with:
+- `provision(cluster, nodes, workdir, options) -> HostSet` — fresh hosts named `nodes`;
+  `workdir` is a local folder for the cluster's files (the netns and process
+  backends put node directories under it); `options` a mapping of
+  backend-specific settings, validated there (ClusterConfigError names a bad one);
+- `attach(state) -> HostSet` — the same hosts again from `HostSet.state()`;
+- `cleanup() -> list[str]` — remove what crashed clusters left on this backend
+  (only things whose names start with the project's prefix); what it removed.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from types import ModuleType
+
+from clusters.errors import ClusterConfigError
+
+BACKENDS = ("netns", "process", "docker", "ssh")
+
+
+def backend_module(name: str) -> ModuleType:
+    if name not in BACKENDS:
+        raise ClusterConfigError(f"unknown host backend {name!r}: choose one of {', '.join(BACKENDS)}")
+    return importlib.import_module(f"clusters.hosts.{name}")
+
+
+def default_backend() -> str:
+    """netns when root on Linux (partitions possible), else process."""
+    return "netns" if sys.platform.startswith("linux") and os.geteuid() == 0 else "process"
