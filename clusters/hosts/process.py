@@ -17,7 +17,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from clusters.errors import ClusterConfigError
 from clusters.hosts.base import CLUSTER_ENV, NODE_ENV, CommandResult, Host, HostSet, ProcessHandle, ProcessState
-from clusters.hosts.local_process import local_state, run_local, signal_local, spawn_local
+from clusters.hosts.local_process import local_state, marked_processes, run_local, signal_local, spawn_local
 
 BACKEND = "process"
 LOOPBACK = "127.0.0.1"
@@ -107,7 +107,9 @@ class ProcessHostSet(HostSet):
                 "nodes": {n: {"workdir": h.workdir, "ports": h.ports} for n, h in self.hosts.items()}}
 
     def destroy(self) -> None:
-        """The processes are the system's to stop; nothing else was made (work dirs are kept)."""
+        """kill -9 whatever still carries this cluster's marker; nothing else was made (work dirs are kept)."""
+        for pid in marked_processes(self.cluster):
+            signal_local(pid, signal.SIGKILL)
 
 
 def provision(cluster: str, nodes: Sequence[str], workdir: Path,

@@ -1,0 +1,335 @@
+"""A running cluster: hosts from one backend, a system's processes on them, and the
+operations faults are made of.
+
+`Cluster.up(spec, directory)` provisions hosts, starts the system on them and
+waits until it is ready; `Cluster.attach(directory)` picks a running cluster up
+again from its saved state (another command, another process). The state
+(clusters/store.py) is saved before anything is started and after every change
+of processes or cuts, so `down`, `heal` and `fencepost cleanup` always know what
+exists. Node-level operations (start, stop, kill, pause, resume, partition,
+heal) are what the nemesis (nemesis/) composes faults from; `heal()` undoes
+every fault: cuts removed, paused processes continued, stopped nodes started
+(control plane first).
+"""
+from __future__ import annotations
+
+import socket
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping
+
+from clusters.errors import ClusterConfigError, HostError
+from clusters.hosts import backend_module
+from clusters.hosts.base import HostSet, ProcessHandle
+from clusters.store import check_name, load_state, save_state
+from clusters.systems import system_for
+from clusters.systems.base import PartitionView, System, TopicSpec
+
+READY_TIMEOUT_S = 60.0
+STOP_TIMEOUT_S = 20.0
+POLL_S = 0.05
+NodeState = str  # "running", "paused", "down" (no process), "partial" (some of its processes down)
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    name: str
+    system: str = "own"
+    brokers: int = 3
+    backend: str = "process"
+    backend_options: Mapping[str, Any] = field(default_factory=dict)
+    system_options: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "backend_options": dict(self.backend_options),
+                "system_options": dict(self.system_options)}
+
+    @staticmethod
+    def from_dict(data: Mapping[str, Any]) -> ClusterSpec:
+        return ClusterSpec(data["name"], data["system"], int(data["brokers"]), data["backend"],
+                           dict(data.get("backend_options") or {}), dict(data.get("system_options") or {}))
+
+
+class Cluster:
+    def __init__(self, spec: ClusterSpec, directory: Path, hosts: HostSet, system: System,
+                 processes: Mapping[str, Mapping[str, ProcessHandle]] | None = None,
+                 cuts: Mapping[str, Iterable[str]] | None = None, created: str | None = None) -> None:
+        self.spec = spec
+        self.directory = directory
+        self.hosts = hosts
+        self.system = system
+        self.processes: dict[str, dict[str, ProcessHandle]] = {n: dict(p) for n, p in (processes or {}).items()}
+        self.cuts: dict[str, list[str]] = {n: sorted(p) for n, p in (cuts or {}).items()}
+        self.created = created or datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+    # -- life ---------------------------------------------------------------------------
+
+    @staticmethod
+    def up(spec: ClusterSpec, directory: Path, timeout: float = READY_TIMEOUT_S,
+           on_step: Callable[[str], None] | None = None) -> Cluster:
+        """Provision, start, wait until ready. On failure everything made is removed again."""
+        check_name(spec.name)
+        system = system_for(spec.system, spec.system_options)
+        nodes = system.node_names(spec.brokers)
+        step = on_step or (lambda message: None)
+        step(f"provisioning {len(nodes)} {spec.backend} hosts")
+        hosts = backend_module(spec.backend).provision(spec.name, nodes, directory / "nodes",
+                                                       dict(spec.backend_options))
+        cluster = Cluster(spec, directory, hosts, system)
+        try:
+            cluster.save()
+            for node in nodes:
+                step(f"starting {node}")
+                cluster.start(node, timeout)
+            step("waiting for every broker to register")
+            system.wait_until_ready(hosts, timeout)
+        except BaseException:
+            cluster.down()
+            raise
+        return cluster
+
+    @staticmethod
+    def attach(directory: Path) -> Cluster:
+        state = load_state(directory)
+        try:
+            spec = ClusterSpec.from_dict(state["spec"])
+            hosts = backend_module(spec.backend).attach(state["hosts"])
+            processes = {n: {r: ProcessHandle.from_dict(h) for r, h in roles.items()}
+                         for n, roles in state.get("processes", {}).items()}
+            return Cluster(spec, directory, hosts, system_for(spec.system, state.get("system_options", {})),
+                           processes, state.get("cuts"), state.get("created"))
+        except (KeyError, TypeError, ValueError) as e:
+            raise ClusterConfigError(f"{directory}/cluster.json is not a cluster state this version can read "
+                                     f"({type(e).__name__}: {e}); remove its leftovers with `fencepost cleanup`") from None
+
+    def state(self) -> dict[str, Any]:
+        return {"spec": self.spec.to_dict(), "created": self.created, "system_options": self.system.options(),
+                "hosts": self.hosts.state(), "bootstrap": self.bootstrap,
+                "nodes": {n: self.hosts[n].describe() for n in self.nodes},
+                "processes": {n: {r: h.to_dict() for r, h in roles.items()} for n, roles in self.processes.items()},
+                "cuts": self.cuts}
+
+    def save(self) -> None:
+        save_state(self.directory, self.state())
+
+    def down(self, timeout: float = STOP_TIMEOUT_S) -> None:
+        """Heal cuts, stop every process (SIGTERM, then SIGKILL), remove the hosts. Idempotent."""
+        problems = []
+        self._merge_saved_processes()
+        for node in self.nodes:
+            try:
+                self.hosts[node].heal()
+            except (HostError, ClusterConfigError):
+                pass
+        for node in reversed(self.nodes):
+            try:
+                self.stop(node, timeout)
+            except HostError as e:
+                problems.append(str(e))
+        self.hosts.destroy()
+        self.cuts = {}
+        self.save()
+        if problems:
+            raise HostError("; ".join(problems))
+
+    def _merge_saved_processes(self) -> None:
+        """Take in processes another command started meanwhile (its handles are in the saved state)."""
+        try:
+            saved = load_state(self.directory).get("processes", {})
+        except ClusterConfigError:
+            return
+        for node, roles in saved.items():
+            for role, data in roles.items():
+                handle = ProcessHandle.from_dict(data)
+                mine = self.processes.setdefault(node, {}).get(role)
+                if mine is None or (mine != handle and node in self.hosts.hosts
+                                    and self.hosts[node].process_state(mine) == "gone"):
+                    self.processes[node][role] = handle
+
+    # -- topology -------------------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def nodes(self) -> list[str]:
+        return list(self.hosts.hosts)
+
+    @property
+    def broker_nodes(self) -> list[str]:
+        return self.system.broker_nodes(self.nodes)
+
+    @property
+    def control_nodes(self) -> list[str]:
+        return self.system.control_nodes(self.nodes)
+
+    def address(self, node: str) -> str:
+        return self.hosts[node].address
+
+    @property
+    def bootstrap(self) -> str:
+        return self.system.bootstrap(self.hosts)
+
+    @property
+    def supports_partitions(self) -> bool:
+        return all(h.supports_partitions for h in self.hosts)
+
+    # -- processes -------------------------------------------------------------------------
+
+    def node_state(self, node: str) -> NodeState:
+        host = self.hosts[node]
+        states = [host.process_state(h) for h in self.processes.get(node, {}).values()]
+        if not states or all(s == "gone" for s in states):
+            return "down"
+        if "gone" in states:
+            return "partial"
+        return "paused" if "stopped" in states else "running"
+
+    def start(self, node: str, timeout: float = READY_TIMEOUT_S) -> None:
+        """Start the node's processes that are not running, each waited for until its port accepts."""
+        host = self.hosts[node]
+        running = self.processes.setdefault(node, {})
+        for spec in self.system.process_specs(host, self.hosts):
+            current = running.get(spec.role)
+            if current is not None and host.process_state(current) != "gone":
+                continue
+            handle = host.spawn(spec.role, spec.argv, spec.log)
+            running[spec.role] = handle
+            self.save()
+            self._wait_listening(node, handle, spec.ready_port, timeout)
+
+    def _wait_listening(self, node: str, handle: ProcessHandle, port: int, timeout: float) -> None:
+        host = self.hosts[node]
+        deadline = time.monotonic() + timeout
+        while True:
+            if host.process_state(handle) == "gone":
+                raise HostError(f"{handle.name} on {node} exited on start; the end of {handle.log}:\n"
+                                f"{self.log_tail(node, handle.name)}")
+            try:
+                with socket.create_connection((host.address, port), timeout=1.0):
+                    return
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise HostError(f"{handle.name} on {node} did not accept connections on {host.address}:{port} "
+                                f"within {timeout:g}s; the end of {handle.log}:\n{self.log_tail(node, handle.name)}")
+            time.sleep(POLL_S)
+
+    def log_tail(self, node: str, role: str, lines: int = 30) -> str:
+        handle = self.processes.get(node, {}).get(role)
+        if handle is None:
+            return "(never started)"
+        try:
+            return self.hosts[node].run(["tail", "-n", str(lines), handle.log], check=False, timeout=10).stdout
+        except HostError as e:
+            return f"(could not read it: {e})"
+
+    def _handles(self, node: str) -> list[ProcessHandle]:
+        self.hosts[node]  # names the node when unknown
+        return list(self.processes.get(node, {}).values())
+
+    def stop(self, node: str, timeout: float = STOP_TIMEOUT_S) -> None:
+        """A clean stop: SIGCONT + SIGTERM, SIGKILL after `timeout`."""
+        self.hosts[node].terminate(self._live(node), timeout)
+
+    def kill(self, node: str) -> None:
+        """kill -9 every process of the node (a paused one too)."""
+        self.hosts[node].kill(self._live(node))
+
+    def pause(self, node: str) -> None:
+        self.hosts[node].pause(self._live(node))
+
+    def resume(self, node: str) -> None:
+        self.hosts[node].resume(self._live(node))
+
+    def _live(self, node: str) -> list[ProcessHandle]:
+        host = self.hosts[node]
+        return [h for h in self._handles(node) if host.process_state(h) != "gone"]
+
+    # -- network ----------------------------------------------------------------------------
+
+    def partition(self, grudge: Mapping[str, Iterable[str]]) -> None:
+        """Each node in `grudge` drops traffic from and to the nodes listed for it (added to
+        existing cuts). ClusterConfigError on a backend without partitions."""
+        if not self.supports_partitions:
+            self.hosts[self.nodes[0]].cut_off([])  # raises the backend's own explanation
+        for node, peers in grudge.items():
+            peers = sorted(set(peers))
+            for peer in peers:
+                self.hosts[peer]
+            if not peers:
+                continue
+            self.hosts[node].cut_off([self.address(p) for p in peers])
+            self.cuts[node] = sorted(set(self.cuts.get(node, [])) | set(peers))
+            self.save()
+
+    def heal_network(self) -> None:
+        for node in self.nodes:
+            self.hosts[node].heal()
+        self.cuts = {}
+        self.save()
+
+    def heal(self, timeout: float = READY_TIMEOUT_S) -> list[str]:
+        """Undo every fault; what was done, one line each."""
+        done = []
+        if self.cuts:
+            done.append(f"healed the network ({', '.join(sorted(self.cuts))} had cuts)")
+        if self.supports_partitions:
+            self.heal_network()
+        for node in self.nodes:
+            if self.node_state(node) == "paused":
+                self.resume(node)
+                done.append(f"resumed {node}")
+        for node in [*self.control_nodes, *self.broker_nodes]:
+            if self.node_state(node) in ("down", "partial"):
+                self.start(node, timeout)
+                done.append(f"started {node}")
+        return done
+
+    # -- the system's view ------------------------------------------------------------------------
+
+    def create_topic(self, topic: TopicSpec, timeout: float = READY_TIMEOUT_S) -> None:
+        self.system.create_topic(self.hosts, topic, timeout)
+
+    def partitions(self, topic: str) -> list[int]:
+        return self.system.partitions(self.hosts, topic)
+
+    def partition_view(self, topic: str, partition: int) -> PartitionView:
+        return self.system.partition_view(self.hosts, topic, partition)
+
+    def wait_for(self, condition: Callable[[], Any], timeout: float, what: str) -> Any:
+        """Until `condition()` is truthy (HostError from it counts as not yet); its value."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                value = condition()
+            except HostError:
+                value = None
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                raise HostError(f"cluster {self.name}: gave up waiting {timeout:g}s for {what}")
+            time.sleep(POLL_S * 2)
+
+    def collect_logs(self, destination: Path) -> list[Path]:
+        """Every process's log copied to destination/<node>/<file>; the copies made."""
+        copied = []
+        for node, roles in self.processes.items():
+            for handle in roles.values():
+                target = destination / node / Path(handle.log).name
+                try:
+                    self.hosts[node].get(handle.log, target)
+                    copied.append(target)
+                except (HostError, OSError):
+                    continue
+        return copied
+
+    def status(self) -> dict[str, Any]:
+        return {"name": self.name, "backend": self.spec.backend, "system": self.spec.system,
+                "bootstrap": self.bootstrap, "cuts": self.cuts,
+                "nodes": {n: {"address": self.address(n), "state": self.node_state(n),
+                              "pids": {r: h.pid for r, h in self.processes.get(n, {}).items()}}
+                          for n in self.nodes}}

@@ -1,0 +1,91 @@
+"""The interface of a system under test: which nodes it needs, what runs on each,
+where clients connect, and what it says about a partition's leader and ISR.
+
+The `Cluster` (clusters/cluster.py) starts and stops the processes a system
+describes on the hosts; the system itself keeps no process state, so a cluster
+re-attached from its saved state works with a fresh System of the same options.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from clusters.hosts.base import Host, HostSet
+
+
+@dataclass(frozen=True)
+class ProcessSpec:
+    """One long-lived process of a node: its role, command, log file, and the port that
+    accepts TCP connections (from the harness) once it is ready."""
+    role: str
+    argv: tuple[str, ...]
+    log: str
+    ready_port: int
+
+
+@dataclass(frozen=True)
+class PartitionView:
+    """A partition as the system's control plane sees it, in node names."""
+    topic: str
+    partition: int
+    leader: str | None
+    leader_epoch: int
+    replicas: tuple[str, ...]
+    isr: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    name: str = "fp"
+    partitions: int = 3
+    replication_factor: int = 3
+    configs: Mapping[str, str] | None = None
+
+
+class System(ABC):
+    name: str
+
+    @abstractmethod
+    def options(self) -> dict[str, Any]:
+        """JSON-able; `system_for(name, options)` gives an equal system."""
+
+    @abstractmethod
+    def node_names(self, brokers: int) -> list[str]:
+        """Every host this system needs for `brokers` brokers, in start order."""
+
+    @abstractmethod
+    def broker_nodes(self, nodes: list[str]) -> list[str]:
+        """The nodes clients produce to."""
+
+    @abstractmethod
+    def control_nodes(self, nodes: list[str]) -> list[str]:
+        """The nodes of the control plane (controller, ZooKeeper): the `controller` partition target."""
+
+    @abstractmethod
+    def process_specs(self, host: Host, hosts: HostSet) -> list[ProcessSpec]:
+        """What runs on `host`, in start order."""
+
+    @abstractmethod
+    def bootstrap(self, hosts: HostSet) -> str:
+        """bootstrap.servers for clients."""
+
+    @abstractmethod
+    def wait_until_ready(self, hosts: HostSet, timeout: float) -> None:
+        """Until every broker is registered with the control plane (HostError naming the missing ones)."""
+
+    @abstractmethod
+    def create_topic(self, hosts: HostSet, topic: TopicSpec, timeout: float) -> None:
+        """Create and wait until every partition has a leader."""
+
+    @abstractmethod
+    def partition_view(self, hosts: HostSet, topic: str, partition: int, timeout: float = 5.0) -> PartitionView:
+        """The control plane's current view (HostError when it cannot be asked)."""
+
+    @abstractmethod
+    def partitions(self, hosts: HostSet, topic: str, timeout: float = 5.0) -> list[int]:
+        """The partition numbers of `topic`."""
+
+    def loses_unflushed_writes_on_kill(self) -> bool:
+        """Whether kill -9 drops writes not yet flushed (a power cut); False unless configured so."""
+        return False

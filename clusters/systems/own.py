@@ -1,0 +1,177 @@
+"""The own system: one `python -m broker controller` node and N `python -m broker serve`
+brokers (node names `controller`, `n1`..`nN`; broker n<i> has node id i).
+
+Configured for chaos: session and lag timeouts short enough that faults resolve
+in seconds, `min.insync.replicas=2` by default, the truncation mode and the
+flush mode chosen per cluster (`lazy` makes a kill -9 a power cut).
+Control-plane questions go to the controller over its own protocol.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, fields
+from typing import Any, Mapping
+
+from clusters.errors import ClusterConfigError, HostError
+from clusters.hosts.base import Host, HostSet
+from clusters.systems.base import PartitionView, ProcessSpec, System, TopicSpec
+from clusters.systems.own_controller import call_controller
+
+CONTROLLER_NODE = "controller"
+BROKER_PORT = 9092
+CONTROLLER_PORT = 9093
+TRUNCATION_MODES = ("hw", "kip101", "kip279", "kip320")
+FLUSH_MODES = ("os", "fsync", "lazy")
+NO_LEADER = -1
+POLL_S = 0.1
+
+
+@dataclass(frozen=True)
+class OwnOptions:
+    truncation: str = "kip320"
+    flush: str = "os"
+    flush_interval_ms: int | None = None  # the broker's default per flush mode
+    session_timeout_ms: int = 3000
+    replica_lag_time_max_ms: int = 5000
+    min_insync_replicas: int = 2
+    hw_checkpoint_interval_ms: int = 5000
+
+    @staticmethod
+    def from_mapping(options: Mapping[str, Any]) -> OwnOptions:
+        known = {f.name: f for f in fields(OwnOptions)}
+        unknown = sorted(set(options) - set(known))
+        if unknown:
+            raise ClusterConfigError(f"the own system has no option {', '.join(map(repr, unknown))}; "
+                                     f"its options are {', '.join(known)}")
+        values = dict(options)
+        for name, value in values.items():
+            if name in ("truncation", "flush"):
+                continue
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+                raise ClusterConfigError(f"own system option {name}={value!r}: give a whole number >= 0")
+        opts = OwnOptions(**values)
+        if opts.truncation not in TRUNCATION_MODES:
+            raise ClusterConfigError(f"truncation {opts.truncation!r}: choose one of {', '.join(TRUNCATION_MODES)}")
+        if opts.flush not in FLUSH_MODES:
+            raise ClusterConfigError(f"flush {opts.flush!r}: choose one of {', '.join(FLUSH_MODES)}")
+        return opts
+
+
+class OwnSystem(System):
+    name = "own"
+
+    def __init__(self, options: OwnOptions) -> None:
+        self.settings = options
+
+    @staticmethod
+    def from_options(options: Mapping[str, Any]) -> OwnSystem:
+        return OwnSystem(OwnOptions.from_mapping(options))
+
+    def options(self) -> dict[str, Any]:
+        return asdict(self.settings)
+
+    def node_names(self, brokers: int) -> list[str]:
+        if brokers < 1:
+            raise ClusterConfigError(f"--nodes {brokers}: a cluster needs at least one broker")
+        return [CONTROLLER_NODE, *(f"n{i}" for i in range(1, brokers + 1))]
+
+    def broker_nodes(self, nodes: list[str]) -> list[str]:
+        return [n for n in nodes if n != CONTROLLER_NODE]
+
+    def control_nodes(self, nodes: list[str]) -> list[str]:
+        return [CONTROLLER_NODE]
+
+    def _controller(self, hosts: HostSet) -> tuple[str, int]:
+        host = hosts[CONTROLLER_NODE]
+        return host.address, host.port("controller", CONTROLLER_PORT)
+
+    def process_specs(self, host: Host, hosts: HostSet) -> list[ProcessSpec]:
+        s = self.settings
+        log_dir = f"{host.workdir}/logs"
+        if host.name == CONTROLLER_NODE:
+            port = host.port("controller", CONTROLLER_PORT)
+            argv = (host.python, "-m", "broker", "controller", "--listen", f"{host.address}:{port}",
+                    "--data-dir", f"{host.workdir}/data", "--session-timeout-ms", str(s.session_timeout_ms))
+            return [ProcessSpec("controller", argv, f"{log_dir}/controller.log", port)]
+        port = host.port("broker", BROKER_PORT)
+        controller_host, controller_port = self._controller(hosts)
+        argv = [host.python, "-m", "broker", "serve", "--node-id", str(broker_id(host.name)),
+                "--listen", f"{host.address}:{port}", "--data-dir", f"{host.workdir}/data",
+                "--controller", f"{controller_host}:{controller_port}", "--truncation", s.truncation,
+                "--flush", s.flush, "--min-insync-replicas", str(s.min_insync_replicas),
+                "--replica-lag-time-max-ms", str(s.replica_lag_time_max_ms),
+                "--hw-checkpoint-interval-ms", str(s.hw_checkpoint_interval_ms)]
+        if s.flush_interval_ms is not None:
+            argv += ["--flush-interval-ms", str(s.flush_interval_ms)]
+        return [ProcessSpec("broker", tuple(argv), f"{log_dir}/broker.log", port)]
+
+    def bootstrap(self, hosts: HostSet) -> str:
+        return ",".join(f"{h.address}:{h.port('broker', BROKER_PORT)}"
+                        for h in hosts if h.name != CONTROLLER_NODE)
+
+    def describe(self, hosts: HostSet, timeout: float = 5.0) -> dict[str, Any]:
+        """The controller's whole state (protocol.py's Snapshot, as JSON)."""
+        address, port = self._controller(hosts)
+        return call_controller(address, port, {"type": "describe"}, timeout)["snapshot"]
+
+    def wait_until_ready(self, hosts: HostSet, timeout: float) -> None:
+        want = {broker_id(h.name) for h in hosts if h.name != CONTROLLER_NODE}
+        deadline = time.monotonic() + timeout
+        missing = want
+        while True:
+            try:
+                brokers = self.describe(hosts)["brokers"]
+                missing = want - {int(b["node_id"]) for b in brokers if not b.get("fenced")}
+            except HostError:
+                pass
+            if not missing:
+                return
+            if time.monotonic() > deadline:
+                raise HostError(f"brokers {', '.join(f'n{i}' for i in sorted(missing))} did not register "
+                                f"with the controller within {timeout:g}s (see their logs)")
+            time.sleep(POLL_S)
+
+    def create_topic(self, hosts: HostSet, topic: TopicSpec, timeout: float) -> None:
+        address, port = self._controller(hosts)
+        configs = {"min.insync.replicas": str(self.settings.min_insync_replicas), **(topic.configs or {})}
+        call_controller(address, port, {"type": "create_topic", "name": topic.name,
+                                        "partitions": topic.partitions,
+                                        "replication_factor": topic.replication_factor,
+                                        "configs": {k: str(v) for k, v in configs.items()},
+                                        "validate_only": False}, timeout)
+        deadline = time.monotonic() + timeout
+        while any(self.partition_view(hosts, topic.name, p).leader is None for p in range(topic.partitions)):
+            if time.monotonic() > deadline:
+                raise HostError(f"topic {topic.name}: not every partition had a leader within {timeout:g}s")
+            time.sleep(POLL_S)
+
+    def _topic(self, hosts: HostSet, topic: str, timeout: float) -> dict[str, Any]:
+        for t in self.describe(hosts, timeout)["topics"]:
+            if t["name"] == topic:
+                return t
+        raise HostError(f"the controller knows no topic {topic!r}")
+
+    def partitions(self, hosts: HostSet, topic: str, timeout: float = 5.0) -> list[int]:
+        return sorted(int(p["partition"]) for p in self._topic(hosts, topic, timeout)["partitions"])
+
+    def partition_view(self, hosts: HostSet, topic: str, partition: int, timeout: float = 5.0) -> PartitionView:
+        for p in self._topic(hosts, topic, timeout)["partitions"]:
+            if int(p["partition"]) == partition:
+                leader = int(p["leader"])
+                return PartitionView(topic, partition, None if leader == NO_LEADER else node_name(leader),
+                                     int(p["leader_epoch"]), tuple(node_name(r) for r in p["replicas"]),
+                                     tuple(node_name(r) for r in p["isr"]))
+        raise HostError(f"topic {topic!r} has no partition {partition}")
+
+    def loses_unflushed_writes_on_kill(self) -> bool:
+        return self.settings.flush == "lazy"
+
+
+def broker_id(node: str) -> int:
+    if not (node.startswith("n") and node[1:].isdigit()):
+        raise ClusterConfigError(f"{node!r} is not a broker node name (n1, n2, ...)")
+    return int(node[1:])
+
+
+def node_name(node_id: int) -> str:
+    return f"n{node_id}"
