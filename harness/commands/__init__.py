@@ -13,6 +13,8 @@ from types import ModuleType
 COMMANDS = (
     "harness.commands.check",
     "harness.commands.export",
+    "harness.commands.cluster",
+    "harness.commands.cleanup",
 )
 
 

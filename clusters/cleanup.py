@@ -1,0 +1,43 @@
+"""What `fencepost cleanup` removes: everything a crashed cluster can leave behind on
+this machine, and only what carries the project's own names — namespaces `fp-*`,
+links `fpb*`/`fpv*`, iptables rules with the `fencepost` comment (netns); containers
+and networks labelled `fencepost.cluster` (docker); processes whose environment
+carries the `FENCEPOST_CLUSTER` marker (every local backend). ssh hosts are real
+machines it has no configuration for: `fencepost cluster down` cleans those.
+"""
+from __future__ import annotations
+
+import signal
+
+from clusters.errors import ClusterConfigError, HostError
+from clusters.hosts import backend_module
+from clusters.hosts.local_process import local_state, marked_processes, signal_local
+
+LOCAL_BACKENDS = ("netns", "docker", "process")
+
+
+def cleanup_everything() -> tuple[list[str], list[str]]:
+    """(what was removed, what could not be checked and why)."""
+    removed: list[str] = []
+    skipped: list[str] = []
+    strays = marked_processes()
+    for pid in strays:
+        signal_local(pid, signal.SIGKILL)
+    for pid, cluster in sorted(strays.items()):
+        if local_state(pid) == "gone" or _wait_gone(pid):
+            removed.append(f"process {pid} (cluster {cluster})")
+    for name in LOCAL_BACKENDS:
+        try:
+            removed += backend_module(name).cleanup()
+        except (ClusterConfigError, HostError, ImportError, OSError) as e:
+            skipped.append(f"{name}: {e}")
+    return removed, skipped
+
+
+def _wait_gone(pid: int, tries: int = 200) -> bool:
+    import time
+    for _ in range(tries):
+        if local_state(pid) == "gone":
+            return True
+        time.sleep(0.01)
+    return False

@@ -1,0 +1,27 @@
+"""`fencepost cleanup`: remove whatever crashed runs and clusters left on this machine
+(clusters/cleanup.py says exactly what, and that it touches nothing else)."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from harness.errors import EXIT_VALID
+
+NAME = "cleanup"
+HELP = "remove what crashed runs left: fp-* namespaces, links, rules, containers, marked processes"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    pass
+
+
+def run(args: argparse.Namespace) -> int:
+    from clusters.cleanup import cleanup_everything
+
+    removed, skipped = cleanup_everything()
+    for item in removed:
+        print(f"removed {item}")
+    for item in skipped:
+        print(f"fencepost cleanup: not checked: {item}", file=sys.stderr)
+    print(f"cleanup: {len(removed)} item(s) removed" if removed else "cleanup: nothing to remove")
+    return EXIT_VALID

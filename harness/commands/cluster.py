@@ -1,0 +1,147 @@
+"""`fencepost cluster up|status|down`: a cluster left running for work by hand.
+
+`up` starts the system on fresh hosts, creates the test topic, prints the
+bootstrap servers and node addresses, records the cluster under
+`<results>/clusters/<name>/` and exits leaving it running; `status` shows each
+node's state (running, paused, down) and any cuts; `down` stops everything and
+removes the hosts.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from harness.errors import EXIT_VALID, BadInput
+
+NAME = "cluster"
+HELP = "start, inspect or stop a cluster left running (up, status, down)"
+DEFAULT_NAME = "default"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True,
+                                    parser_class=type(parser))
+    up = actions.add_parser("up", help="start a cluster on fresh hosts and leave it running")
+    up.add_argument("--system", default="own", help="what runs on the hosts (default: own)")
+    up.add_argument("--backend", choices=("netns", "process", "docker", "ssh"),
+                    help="where the nodes are (default: netns as root on Linux, else process)")
+    up.add_argument("--nodes", type=int, default=3, metavar="N", help="number of brokers (default 3)")
+    up.add_argument("--truncation", choices=("hw", "kip101", "kip279", "kip320"), default="kip320",
+                    help="the own broker's truncation mode (default kip320)")
+    up.add_argument("--flush", choices=("os", "fsync", "lazy"), default="os",
+                    help="the own broker's flush mode; lazy makes kill -9 a power cut (default os)")
+    up.add_argument("--topic", default="fp", help="topic to create (default fp; '' for none)")
+    up.add_argument("--partitions", type=int, default=3, help="partitions of the topic (default 3)")
+    up.add_argument("--replication-factor", type=int, default=3,
+                    help="replication factor of the topic (default 3, at most --nodes)")
+    up.add_argument("--backend-option", action="append", default=[], metavar="KEY=VALUE",
+                    help="a backend setting, repeatable (netns: subnet=10.77.0.0/24; docker: image=NAME; "
+                         "ssh: see docs/hosts/ssh.md); VALUE is parsed as JSON when it can be")
+    for action in (up, actions.add_parser("status", help="show a cluster's nodes and faults (all, without --name)"),
+                   actions.add_parser("down", help="stop a cluster and remove its hosts")):
+        action.add_argument("--name", default=None if action is not up else DEFAULT_NAME,
+                            help=f"the cluster's name (default {DEFAULT_NAME})")
+        action.add_argument("--results", type=Path, default=Path("results"),
+                            help="the results folder; clusters are kept in RESULTS/clusters (default results)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from clusters.errors import ClusterConfigError, HostError
+
+    try:
+        if args.action == "up":
+            return _up(args)
+        if args.action == "status":
+            return _status(args)
+        return _down(args)
+    except ClusterConfigError as e:
+        raise BadInput(str(e)) from None
+    except HostError as e:
+        print(f"fencepost cluster {args.action}: {e}", file=sys.stderr)
+        return 1
+
+
+def cluster_dir(results: Path, name: str) -> Path:
+    from clusters.store import check_name
+    return results / "clusters" / check_name(name)
+
+
+def parse_backend_options(pairs: list[str]) -> dict:
+    import json
+
+    options = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise BadInput(f"--backend-option {pair!r}: write KEY=VALUE, e.g. subnet=10.77.5.0/24")
+        try:
+            options[key] = json.loads(value)
+        except ValueError:
+            options[key] = value
+    return options
+
+
+def _up(args: argparse.Namespace) -> int:
+    from clusters.cluster import Cluster, ClusterSpec
+    from clusters.hosts import default_backend
+    from clusters.store import state_path
+    from clusters.systems.base import TopicSpec
+    from harness.interrupts import sigterm_as_interrupt
+
+    if args.nodes < 1:
+        raise BadInput(f"--nodes {args.nodes}: a cluster needs at least one broker")
+    if args.topic and not 1 <= args.replication_factor <= args.nodes:
+        raise BadInput(f"--replication-factor {args.replication_factor}: give 1..{args.nodes} (the brokers)")
+    directory = cluster_dir(args.results, args.name)
+    if state_path(directory).exists():
+        existing = Cluster.attach(directory)
+        running = [n for n in existing.nodes if existing.node_state(n) != "down"]
+        if running:
+            raise BadInput(f"cluster {args.name} is up already ({', '.join(running)} running): use it, or "
+                           f"`fencepost cluster down --name {args.name}` first")
+    spec = ClusterSpec(args.name, args.system, args.nodes, args.backend or default_backend(),
+                       parse_backend_options(args.backend_option),
+                       {"truncation": args.truncation, "flush": args.flush})
+    with sigterm_as_interrupt():
+        cluster = Cluster.up(spec, directory, on_step=lambda step: print(f"  {step}", file=sys.stderr))
+        if args.topic:
+            cluster.create_topic(TopicSpec(args.topic, args.partitions, args.replication_factor))
+    print(f"cluster {cluster.name} is up ({spec.system} on {spec.backend}); state in {directory}")
+    print(f"bootstrap servers: {cluster.bootstrap}")
+    _print_nodes(cluster)
+    print(f"stop it with: fencepost cluster down --name {cluster.name}")
+    return EXIT_VALID
+
+
+def _print_nodes(cluster) -> None:
+    status = cluster.status()
+    for node, info in status["nodes"].items():
+        pids = ", ".join(f"{role} pid {pid}" for role, pid in info["pids"].items())
+        cut = cluster.cuts.get(node)
+        print(f"  {node:<11} {info['address']:<15} {info['state']:<8} {pids}"
+              + (f"  cut off from {', '.join(cut)}" if cut else ""))
+
+
+def _status(args: argparse.Namespace) -> int:
+    from clusters.cluster import Cluster
+    from clusters.store import recorded_clusters
+
+    names = [args.name] if args.name else [d.name for d in recorded_clusters(args.results / "clusters")]
+    if not names:
+        print(f"no clusters recorded under {args.results / 'clusters'}")
+    for name in names:
+        cluster = Cluster.attach(cluster_dir(args.results, name))
+        print(f"cluster {name}: {cluster.spec.system} on {cluster.spec.backend}, bootstrap {cluster.bootstrap}")
+        _print_nodes(cluster)
+    return EXIT_VALID
+
+
+def _down(args: argparse.Namespace) -> int:
+    from clusters.cluster import Cluster
+
+    name = args.name or DEFAULT_NAME
+    cluster = Cluster.attach(cluster_dir(args.results, name))
+    cluster.down()
+    print(f"cluster {name} is down; its hosts are removed (logs stay in {cluster.directory})")
+    return EXIT_VALID
