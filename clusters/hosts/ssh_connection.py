@@ -1,0 +1,212 @@
+"""One SSH connection to one node (paramiko): connecting, host-key checking, commands, SFTP.
+
+The connection is opened on first use and reused for every command and file
+transfer. When it has dropped (the transport is dead), it is reopened once
+before a command is sent; a command whose connection drops while it runs is
+reported as failed, never re-sent (it may have run). Host keys are checked
+against the known_hosts file: an unknown host is refused unless
+`accept_unknown_host_keys` (the key is then trusted for this connection only,
+never written to the file); a key that differs from the file's is always
+refused. Authentication is by key only: the given key file, or else the
+ssh-agent and the default keys of ~/.ssh; never a password.
+
+paramiko runs one reader thread per open connection; `close()` ends it.
+"""
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Callable, TypeVar
+
+import paramiko
+
+from clusters.errors import ClusterConfigError, HostError
+from clusters.hosts.ssh_options import SshTarget
+
+T = TypeVar("T")
+READ_CHUNK = 65536
+POLL_FIRST_S = 0.0005
+POLL_MAX_S = 0.02
+# paramiko raises these (or subclasses) when the connection underneath is gone
+CONNECTION_ERRORS = (paramiko.SSHException, EOFError, OSError)
+
+
+def _why(error: BaseException) -> str:
+    return str(error) or type(error).__name__
+
+
+def describe_key(key: paramiko.PKey) -> str:
+    return f"{key.get_name()} {key.fingerprint}"
+
+
+def keyscan(target: SshTarget) -> str:
+    """The command that appends the host's keys to the known_hosts file."""
+    port = f"-p {target.port} " if target.port != 22 else ""
+    return f"ssh-keyscan {port}{target.address} >> {target.known_hosts}"
+
+
+class _HostKeyCheck(paramiko.MissingHostKeyPolicy):
+    """What to do with a host the known_hosts file has no key for."""
+
+    def __init__(self, target: SshTarget) -> None:
+        self.target = target
+
+    def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
+        if self.target.accept_unknown_host_keys:
+            client.get_host_keys().add(hostname, key.get_name(), key)  # this connection only; not saved
+            return
+        t = self.target
+        raise ClusterConfigError(
+            f"refusing node {t.node} ({t.address}:{t.port}): its host key {describe_key(key)} is not in "
+            f"{t.known_hosts} (no entry for {hostname}). Check the fingerprint on the machine "
+            "(`ssh-keygen -lf /etc/ssh/ssh_host_*_key.pub`), then add it: "
+            f"`{keyscan(t)}`; or, on a network you trust, set the ssh "
+            "option accept_unknown_host_keys = true")
+
+
+class SshConnection:
+    """The reused SSH connection to one node; `exec` runs a command line, `sftp_call` moves files."""
+
+    def __init__(self, target: SshTarget) -> None:
+        self.target = target
+        self._client: paramiko.SSHClient | None = None
+        self._sftp: paramiko.SFTPClient | None = None
+        self._lock = threading.Lock()
+
+    def _unreachable(self, cause: object) -> HostError:
+        t = self.target
+        return HostError(f"cannot reach node {t.node} over SSH at {t.where}: {cause}")
+
+    def connect(self) -> None:
+        """Open the connection if it is not open (verifying the host key and authenticating)."""
+        with self._lock:
+            if self._client is not None and self._alive():
+                return
+            self._close_locked()
+            self._client = self._open()
+
+    def _open(self) -> paramiko.SSHClient:
+        t = self.target
+        client = paramiko.SSHClient()
+        if Path(t.known_hosts).is_file():
+            try:
+                client.load_system_host_keys(t.known_hosts)  # read-only: paramiko never writes this file
+            except (OSError, paramiko.SSHException) as bad:
+                raise ClusterConfigError(f"cannot read known_hosts file {t.known_hosts}: {bad}") from None
+        client.set_missing_host_key_policy(_HostKeyCheck(t))
+        try:
+            client.connect(t.address, port=t.port, username=t.user, key_filename=t.key_file,
+                           allow_agent=t.key_file is None, look_for_keys=t.key_file is None,
+                           timeout=t.connect_timeout, banner_timeout=t.connect_timeout,
+                           auth_timeout=t.connect_timeout, password=None)
+        except paramiko.BadHostKeyException as bad:
+            client.close()
+            raise ClusterConfigError(
+                f"refusing node {t.node} ({t.address}:{t.port}): it offered host key {describe_key(bad.key)}, "
+                f"but {t.known_hosts} has {describe_key(bad.expected_key)} for {t.known_hosts_name}. Someone "
+                "may be intercepting the connection, or the machine was reinstalled: if you know it was, "
+                f"remove the old key (`ssh-keygen -R '{t.known_hosts_name}' -f {t.known_hosts}`), check the "
+                f"new fingerprint on the machine and add it (`{keyscan(t)}`)") from None
+        except ClusterConfigError:
+            client.close()
+            raise
+        except paramiko.AuthenticationException as bad:
+            client.close()
+            key = t.key_file or "the ssh-agent's and ~/.ssh's keys"
+            raise ClusterConfigError(
+                f"node {t.node} ({t.where}) refused key authentication as {t.user} with {key} ({bad}): add the "
+                f"public key to ~{t.user}/.ssh/authorized_keys there, or set the ssh options user / key_file"
+            ) from None
+        except (socket.timeout, TimeoutError):
+            client.close()
+            raise self._unreachable(f"no answer within {t.connect_timeout:g}s (connect_timeout)") from None
+        except CONNECTION_ERRORS as bad:
+            client.close()
+            raise self._unreachable(_why(bad)) from None
+        return client
+
+    def _alive(self) -> bool:
+        transport = self._client.get_transport() if self._client else None
+        return transport is not None and transport.is_active()
+
+    def _with_reconnect(self, action: Callable[[paramiko.SSHClient], T], what: str) -> T:
+        """`action(client)`, reconnecting once if the connection turns out to have dropped.
+        `action` must be safe to repeat after a failure on a dead connection (it sent nothing)."""
+        self.connect()
+        try:
+            return action(self._client)
+        except CONNECTION_ERRORS as first:
+            if self._alive():
+                raise HostError(f"on {self.target.node} ({self.target.where}): {what} failed: {first}") from None
+        self.close()
+        self.connect()
+        try:
+            return action(self._client)
+        except CONNECTION_ERRORS as second:
+            raise self._unreachable(f"the connection dropped and reconnecting did not help ({what}: "
+                                    f"{_why(second)})") from None
+
+    def exec(self, command: str, deadline_s: float) -> tuple[int, str, str]:
+        """Run one command line; (exit status, stdout, stderr). Exit status -1: killed by a
+        signal. HostError when it has not ended after `deadline_s` (the channel is closed)."""
+        channel = self._with_reconnect(lambda c: c.get_transport().open_session(
+            timeout=self.target.connect_timeout), "opening a session")
+        try:
+            channel.exec_command(command)
+            channel.shutdown_write()
+            return self._collect(channel, command, deadline_s)
+        except CONNECTION_ERRORS as bad:
+            raise self._unreachable(f"the connection dropped while running `{command}`: "
+                                    f"{_why(bad)}") from None
+        finally:
+            channel.close()
+
+    def _collect(self, channel: paramiko.Channel, command: str, deadline_s: float) -> tuple[int, str, str]:
+        out, err = bytearray(), bytearray()
+        deadline = time.monotonic() + deadline_s
+        pause = POLL_FIRST_S
+        while True:
+            progressed = False
+            while channel.recv_ready():
+                out += channel.recv(READ_CHUNK)
+                progressed = True
+            while channel.recv_stderr_ready():
+                err += channel.recv_stderr(READ_CHUNK)
+                progressed = True
+            finished = channel.exit_status_ready() and (channel.eof_received or channel.closed)
+            if finished and not channel.recv_ready() and not channel.recv_stderr_ready():
+                break
+            if not progressed:
+                if time.monotonic() > deadline:
+                    raise HostError(f"on {self.target.node}: `{command}` did not end within {deadline_s:g}s")
+                if not self._alive():
+                    raise EOFError("the connection closed")
+                time.sleep(pause)
+                pause = min(pause * 2, POLL_MAX_S)
+            else:
+                pause = POLL_FIRST_S
+        return (channel.recv_exit_status(), out.decode("utf-8", errors="replace"),
+                err.decode("utf-8", errors="replace"))
+
+    def sftp_call(self, action: Callable[[paramiko.SFTPClient], T], what: str) -> T:
+        """`action(sftp)` on the connection's SFTP session (opened once, reused); a connection
+        that dropped is reopened once (file transfers are safe to repeat)."""
+        def call(client: paramiko.SSHClient) -> T:
+            if self._sftp is None:
+                self._sftp = client.open_sftp()
+            return action(self._sftp)
+        return self._with_reconnect(call, what)
+
+    def close(self) -> None:
+        with self._lock:
+            self._close_locked()
+
+    def _close_locked(self) -> None:
+        if self._sftp is not None:
+            self._sftp.close()
+            self._sftp = None
+        if self._client is not None:
+            self._client.close()
+            self._client = None
