@@ -264,6 +264,28 @@ def format_matrix(matrix: Mapping[tuple[str, str], bool]) -> str:
     return ", ".join(f"{a}->{b}:{'ok' if ok else 'cut'}" for (a, b), ok in sorted(matrix.items()))
 
 
+def start_listeners(hosts: HostSet) -> list[tuple[Host, ProcessHandle]]:
+    """A TCP listener on every node (at `listener_target(host)`), each ready to accept when this returns.
+    Stop them with `stop_listeners`."""
+    listeners: list[tuple[Host, ProcessHandle]] = []
+    try:
+        for host in hosts:
+            address, port = listener_target(host).rsplit(":", 1)
+            log = posixpath.join(host.workdir, unique("listener") + ".log")
+            listeners.append((host, host.spawn("listener", [host.python, "-c", LISTENER, address, port], log)))
+        for host, handle in listeners:
+            wait_until(lambda: "listening" in (read_text(host, handle.log) or ""), f"listener on {host.name}")
+    except BaseException:
+        stop_listeners(listeners)
+        raise
+    return listeners
+
+
+def stop_listeners(listeners: list[tuple[Host, ProcessHandle]]) -> None:
+    for host, handle in listeners:
+        kill_quietly(host, [handle])
+
+
 def check_partition(hosts: HostSet) -> None:
     """Cut the first node off from the others (a symmetric grudge: it drops them, they drop it):
     TCP connects between it and the others fail both ways while those among the others succeed;
@@ -271,15 +293,8 @@ def check_partition(hosts: HostSet) -> None:
     nodes = list(hosts)
     assert len(nodes) >= 3, "check_partition needs at least three nodes"
     victim, others = nodes[0], nodes[1:]
-    listeners: list[tuple[Host, ProcessHandle]] = []
+    listeners = start_listeners(hosts)
     try:
-        for host in nodes:
-            address, port = listener_target(host).rsplit(":", 1)
-            log = posixpath.join(host.workdir, unique("listener") + ".log")
-            listeners.append((host, host.spawn("listener", [host.python, "-c", LISTENER, address, port], log)))
-        for host, handle in listeners:
-            wait_until(lambda: "listening" in (read_text(host, handle.log) or ""), f"listener on {host.name}")
-
         before = connectivity(hosts)
         assert all(before.values()), f"before the cut: {format_matrix(before)}"
 
@@ -301,8 +316,7 @@ def check_partition(hosts: HostSet) -> None:
                 host.heal()
             except HostError:
                 pass
-        for host, handle in listeners:
-            kill_quietly(host, [handle])
+        stop_listeners(listeners)
 
 
 def check_no_partitions(host: Host) -> None:
