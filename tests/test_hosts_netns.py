@@ -372,12 +372,16 @@ def dockerd(tmp_path: Path):
     """A running dockerd: tests/docker_daemon.ensure_dockerd() where it exists; else the one already
     running; else one started here and stopped (that pid only) afterwards."""
     try:
-        from tests.docker_daemon import ensure_dockerd
+        from tests.docker_daemon import ensure_dockerd, stop_dockerd
     except ImportError:
         ensure_dockerd = None
     if ensure_dockerd is not None:
-        ensure_dockerd()
-        yield
+        started = ensure_dockerd()
+        try:
+            yield
+        finally:
+            if started is not None:
+                stop_dockerd(started)
         return
     if docker_ping():
         yield
