@@ -1,0 +1,94 @@
+"""Fault names, their targets, and the fault spec syntax `kill,pause,partition:majorities-ring`.
+
+A spec string is a comma-separated list of `FAULT[:TARGET]`. Without a target a
+fault takes its default (`one` for partition, pause, kill and power-cut; a random
+partition of the topic for the scenarios, whose target is a partition number).
+Parsing is pure and checks names only; whether a cluster can take a fault
+(partitions on this backend, flush=lazy for power-cut, enough brokers) is
+`nemesis.catalog.check_fault`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from clusters.errors import ClusterConfigError
+
+# Every target names who is hit; the control plane is never hit unless named (`controller`).
+PARTITION_TARGETS = ("one", "minority", "majority", "majorities-ring", "bridge", "leader", "controller")
+PROCESS_TARGETS = ("one", "minority", "majority", "all", "leader", "controller")
+RANDOM_PARTITION = "random"  # a scenario's default: a partition of the topic drawn from the seeded RNG
+
+
+@dataclass(frozen=True)
+class FaultKind:
+    name: str
+    targets: tuple[str, ...]  # empty for scenarios: their target is a partition number
+    default_target: str
+    scenario: bool  # runs its steps to the end when started; nothing stays active
+    what: str
+
+
+FAULT_KINDS: dict[str, FaultKind] = {k.name: k for k in (
+    FaultKind("partition", PARTITION_TARGETS, "one", False, "cut the network (iptables DROP in the nodes)"),
+    FaultKind("pause", PROCESS_TARGETS, "one", False, "SIGSTOP the node's processes; heal: SIGCONT"),
+    FaultKind("kill", PROCESS_TARGETS, "one", False, "kill -9 the node's processes; heal: start them again"),
+    FaultKind("power-cut", PROCESS_TARGETS, "one", False,
+              "kill -9 losing unflushed writes (own broker flush=lazy); heal: start them again"),
+    FaultKind("leader-bounce", (), RANDOM_PARTITION, True,
+              "KIP-101 scenario 1: pause the leader, kill -9 and restart a follower, kill the leader, "
+              "wait for the election, restart the old leader"),
+    FaultKind("zombie", (), RANDOM_PARTITION, True,
+              "KAFKA-6880: cut a follower off from the control plane only, move leadership twice, heal"),
+)}
+
+
+@dataclass(frozen=True)
+class FaultSpec:
+    """One fault aimed at one target, e.g. `partition:majorities-ring`, `kill:one`, `zombie:2`."""
+    name: str
+    target: str
+
+    @property
+    def kind(self) -> FaultKind:
+        return FAULT_KINDS[self.name]
+
+    @property
+    def scenario(self) -> bool:
+        return self.kind.scenario
+
+    def __str__(self) -> str:
+        return f"{self.name}:{self.target}"
+
+
+def parse_fault(text: str, context: str | None = None) -> FaultSpec:
+    """One `FAULT[:TARGET]`; ClusterConfigError naming the bad part and the valid names."""
+    where = f" in {context!r}" if context is not None and context != text else ""
+    name, colon, target = text.strip().partition(":")
+    name, target = name.strip(), target.strip()
+    kind = FAULT_KINDS.get(name)
+    if kind is None:
+        raise ClusterConfigError(f"unknown fault {name!r}{where}: choose from {', '.join(FAULT_KINDS)}")
+    if not colon:
+        return FaultSpec(name, kind.default_target)
+    if kind.scenario:
+        if target != RANDOM_PARTITION and not (target.isdigit() and target.isascii()):
+            raise ClusterConfigError(f"{name}:{target}{where}: the target of {name} is a partition number "
+                                     f"of the topic (e.g. {name}:0), or {RANDOM_PARTITION}")
+        return FaultSpec(name, str(int(target)) if target.isdigit() else target)
+    if target not in kind.targets:
+        raise ClusterConfigError(f"unknown target {target!r} for {name}{where}: "
+                                 f"its targets are {', '.join(kind.targets)}")
+    return FaultSpec(name, target)
+
+
+def parse_faults(text: str) -> tuple[FaultSpec, ...]:
+    """`kill,pause,partition:majorities-ring` -> three FaultSpecs, in order (a fault may repeat)."""
+    if not text.strip():
+        raise ClusterConfigError(f"no fault given: write FAULT[:TARGET] separated by commas, e.g. "
+                                 f"kill,pause,partition:majorities-ring; faults are {', '.join(FAULT_KINDS)}")
+    parts = [p.strip() for p in text.split(",")]
+    if any(not p for p in parts):
+        raise ClusterConfigError(f"fault spec {text!r} has an empty part: write FAULT[:TARGET] separated by "
+                                 f"commas, e.g. kill,pause,partition:majorities-ring; faults are "
+                                 f"{', '.join(FAULT_KINDS)}")
+    return tuple(parse_fault(p, text) for p in parts)
