@@ -1,0 +1,214 @@
+"""Targeted scenarios: fixed sequences of faults against one partition of the topic, each
+step recorded, each wait on the control plane's view bounded by the context's timeout,
+and the cluster always left healed (whatever the scenario cut, paused or stopped is
+undone, recorded, also when a step failed).
+
+- `leader-bounce` (KIP-101 scenario 1, KAFKA-1211): with leader L and F the follower the
+  controller would elect next (the first ISR member after L in replica order): pause L;
+  kill -9 F and start it (it truncates — to its HW checkpoint in `hw` mode — and cannot
+  refetch from the paused L); after `settle` seconds kill -9 L; wait for a new leader;
+  start L; wait until L is back in the ISR.
+- `zombie` (KAFKA-6880, KIP-320): Z, a random follower in the ISR, is cut off from the
+  control plane only (it still reaches L and the other brokers); wait until Z is out of
+  the ISR (fenced); pause the other followers for `hold` seconds (writes L takes then
+  reach only Z), stop L cleanly (controlled shutdown: leadership moves to a paused
+  follower), resume them; wait for the new leader L2; start L, wait until it is in the ISR;
+  stop L2 (leadership moves again), wait for a leader, start L2, wait until it is in the
+  ISR; heal the cut and wait until Z is back in the ISR. Needs partitions and RF >= 3.
+
+The scenario itself is one action (f = its name) around its steps: invoke
+`{"topic", "partition"}`, info with the nodes it chose and the leaders it saw.
+Steps are actions of their own, their value naming the scenario: `pause`, `resume`,
+`kill`, `stop` (clean), `start`, `start-partition`, `stop-partition`, and the waits
+`await-leader` and `await-isr` (info: the view that ended the wait).
+"""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from clusters.errors import ClusterConfigError, HostError
+from clusters.systems.base import PartitionView
+from nemesis.context import NemesisContext
+from nemesis.faults import Fault
+from nemesis.grudges import Grudge, grudge_json, isolate_from
+from nemesis.recording import recorded
+from nemesis.spec import RANDOM_PARTITION, FaultSpec
+
+ACTION_ERRORS = (HostError, ClusterConfigError, OSError)
+SETTLE_S = 1.0
+ZOMBIE_HOLD_S = 1.0  # below the own system's session (3 s) and replica lag (5 s) timeouts
+
+
+class Scenario(Fault):
+    """Runs to its end in start(); nothing stays active, stop() has nothing to undo."""
+
+    def __init__(self, spec: FaultSpec) -> None:
+        super().__init__(spec)
+        self.paused: set[str] = set()
+        self.down: set[str] = set()
+        self.cut = False
+        self.partition: int | None = None
+
+    @property
+    def active(self) -> bool:
+        return False
+
+    def stop(self, ctx: NemesisContext) -> None:
+        """Nothing: a scenario heals itself before start() returns."""
+
+    def start(self, ctx: NemesisContext) -> None:
+        wanted = None if self.spec.target == RANDOM_PARTITION else int(self.spec.target)
+        with recorded(ctx.recorder, self.spec.name, {"topic": ctx.topic, "partition": wanted}) as op:
+            self.partition = ctx.choose_partition(wanted)
+            op.value = self.done = {"topic": ctx.topic, "partition": self.partition}
+            try:
+                self.run(ctx, self.done)
+            except BaseException:
+                self._restore(ctx, raise_errors=False)
+                raise
+            self._restore(ctx, raise_errors=True)
+
+    def run(self, ctx: NemesisContext, done: dict[str, Any]) -> None:
+        """The steps; `done` (the scenario's info value) gets the nodes chosen and the leaders seen."""
+        raise NotImplementedError
+
+    # -- steps: each recorded, each remembered for _restore ---------------------------------
+
+    def _step(self, ctx: NemesisContext, f: str, value: dict[str, Any]):
+        return recorded(ctx.recorder, f, {**value, "scenario": self.spec.name})
+
+    def pause(self, ctx: NemesisContext, nodes: list[str]) -> None:
+        with self._step(ctx, "pause", {"nodes": nodes}):
+            for node in nodes:
+                self.paused.add(node)
+                ctx.cluster.pause(node)
+
+    def resume(self, ctx: NemesisContext, nodes: list[str]) -> None:
+        with self._step(ctx, "resume", {"nodes": nodes}):
+            for node in nodes:
+                ctx.cluster.resume(node)
+                self.paused.discard(node)
+
+    def kill(self, ctx: NemesisContext, node: str) -> None:
+        with self._step(ctx, "kill", {"nodes": [node]}):
+            self.down.add(node)
+            ctx.cluster.kill(node)
+            self.paused.discard(node)
+
+    def stop_cleanly(self, ctx: NemesisContext, node: str) -> None:
+        """SIGTERM: the broker's controlled shutdown moves its leaderships away."""
+        with self._step(ctx, "stop", {"nodes": [node]}):
+            self.down.add(node)
+            ctx.cluster.stop(node, ctx.timeout)
+
+    def start_node(self, ctx: NemesisContext, node: str) -> None:
+        with self._step(ctx, "start", {"nodes": [node]}):
+            ctx.cluster.start(node, ctx.timeout)
+            self.down.discard(node)
+
+    def cut_off(self, ctx: NemesisContext, grudge: Grudge) -> None:
+        with self._step(ctx, "start-partition", {"grudge": grudge_json(grudge)}):
+            self.cut = True
+            ctx.cluster.partition(grudge)
+
+    def heal_cut(self, ctx: NemesisContext) -> None:
+        with self._step(ctx, "stop-partition", {}):
+            ctx.cluster.heal_network()
+            self.cut = False
+
+    def await_leader(self, ctx: NemesisContext, not_in: tuple[str, ...]) -> PartitionView:
+        with self._step(ctx, "await-leader", {"partition": self.partition, "not_in": list(not_in)}) as op:
+            view = ctx.await_leader(self.partition, not_in)
+            op.value = {**op.value, **view_json(view)}
+        return view
+
+    def await_isr(self, ctx: NemesisContext, node: str, member: bool = True) -> PartitionView:
+        what = f"{node} {'in' if member else 'out of'} the ISR"
+        with self._step(ctx, "await-isr", {"partition": self.partition, "node": node, "in_isr": member}) as op:
+            view = ctx.await_view(self.partition, lambda v: (node in v.isr) == member, what)
+            op.value = {**op.value, **view_json(view)}
+        return view
+
+    def _restore(self, ctx: NemesisContext, raise_errors: bool) -> None:
+        """Undo what is still cut, paused or down (control plane first); errors raised after trying all."""
+        errors = []
+        control = ctx.cluster.control_nodes
+        undo = ([lambda: self.heal_cut(ctx)] if self.cut else []) \
+            + ([lambda: self.resume(ctx, sorted(self.paused))] if self.paused else []) \
+            + [lambda n=n: self.start_node(ctx, n) for n in sorted(self.down, key=lambda n: (n not in control, n))]
+        for action in undo:
+            try:
+                action()
+            except ACTION_ERRORS as e:
+                errors.append(str(e))
+        if errors and raise_errors:
+            raise HostError(f"{self.spec.name} could not undo all it did: {'; '.join(errors)}")
+
+
+class LeaderBounce(Scenario):
+    def __init__(self, spec: FaultSpec, settle: float = SETTLE_S) -> None:
+        super().__init__(spec)
+        self.settle = settle
+
+    def run(self, ctx: NemesisContext, done: dict[str, Any]) -> None:
+        view = ctx.await_leader(self.partition)
+        leader = view.leader
+        if len(view.replicas) < 2:
+            raise ClusterConfigError(f"leader-bounce needs a replication factor of at least 2; "
+                                     f"{ctx.topic}-{self.partition} has replicas {', '.join(view.replicas)}")
+        followers = [r for r in view.replicas if r in view.isr and r != leader]
+        if not followers:
+            raise HostError(f"leader-bounce: {ctx.topic}-{self.partition} has no follower in its ISR "
+                            f"({', '.join(view.isr)}) to bounce; wait until replicas have caught up")
+        follower = followers[0]  # the one the controller elects next
+        done.update(leader=leader, follower=follower, leader_epoch=view.leader_epoch)
+        self.pause(ctx, [leader])
+        self.kill(ctx, follower)
+        self.start_node(ctx, follower)
+        time.sleep(self.settle)  # the follower truncates and asks the paused leader in vain
+        self.kill(ctx, leader)
+        elected = self.await_leader(ctx, (leader,))
+        done.update(new_leader=elected.leader, new_leader_epoch=elected.leader_epoch)
+        self.start_node(ctx, leader)
+        self.await_isr(ctx, leader)
+
+
+class Zombie(Scenario):
+    def __init__(self, spec: FaultSpec, hold: float = ZOMBIE_HOLD_S) -> None:
+        super().__init__(spec)
+        self.hold = hold
+
+    def run(self, ctx: NemesisContext, done: dict[str, Any]) -> None:
+        view = ctx.await_leader(self.partition)
+        leader = view.leader
+        if len(view.replicas) < 3:
+            raise ClusterConfigError(f"zombie needs a replication factor of at least 3; "
+                                     f"{ctx.topic}-{self.partition} has replicas {', '.join(view.replicas)}")
+        followers = sorted(r for r in view.isr if r != leader)
+        if len(followers) < 2:
+            raise HostError(f"zombie: {ctx.topic}-{self.partition} needs two followers in its ISR, it has "
+                            f"{', '.join(view.isr)}; wait until replicas have caught up")
+        zombie = ctx.rng.choice(followers)
+        others = [f for f in followers if f != zombie]
+        done.update(leader=leader, zombie=zombie, leader_epoch=view.leader_epoch)
+        self.cut_off(ctx, isolate_from(zombie, ctx.cluster.control_nodes))
+        self.await_isr(ctx, zombie, member=False)
+        self.pause(ctx, others)
+        time.sleep(self.hold)  # what the leader takes now reaches only the zombie
+        self.stop_cleanly(ctx, leader)
+        self.resume(ctx, others)
+        second = self.await_leader(ctx, (leader, zombie)).leader
+        self.start_node(ctx, leader)
+        self.await_isr(ctx, leader)
+        self.stop_cleanly(ctx, second)
+        third = self.await_leader(ctx, (second, zombie))
+        self.start_node(ctx, second)
+        self.await_isr(ctx, second)
+        done.update(leaders=[leader, second, third.leader], leader_epoch_after=third.leader_epoch)
+        self.heal_cut(ctx)
+        self.await_isr(ctx, zombie)
+
+
+def view_json(view: PartitionView) -> dict[str, Any]:
+    return {"leader": view.leader, "leader_epoch": view.leader_epoch, "isr": list(view.isr)}
