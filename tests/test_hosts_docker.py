@@ -279,6 +279,14 @@ def test_options_are_checked(docker_client, tmp_path: Path):
         docker_backend.provision(cluster_name("fpdo"), ("n_1",), tmp_path, {})
 
 
+def test_no_daemon_is_a_configuration_error(monkeypatch, tmp_path: Path):
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-daemon.sock")
+    with pytest.raises(ClusterConfigError, match="needs a running Docker daemon"):
+        docker_backend.provision(cluster_name("fpdx"), NODES, tmp_path, {})
+    with pytest.raises(ClusterConfigError, match="needs a running Docker daemon"):
+        docker_backend.cleanup()
+
+
 def test_a_subnet_option_sets_the_addresses(make_cluster):
     hosts = make_cluster("fpds", ("n1", "n2"), {"subnet": "10.78.231.0/24"})
     assert all(h.address.startswith("10.78.231.") for h in hosts)

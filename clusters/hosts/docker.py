@@ -36,6 +36,7 @@ from docker.models.containers import Container
 from clusters.errors import ClusterConfigError, HostError
 from clusters.hosts import iptables
 from clusters.hosts.base import CLUSTER_ENV, NODE_ENV, CommandResult, Host, HostSet, ProcessHandle, ProcessState
+from clusters.hosts.docker_errors import DOCKER_ERRORS, explain
 from clusters.hosts.docker_image import node_image
 from clusters.hosts.docker_node import (create_network, exec_in, holder_container_name, labelled_containers,
                                         labelled_networks, network_name, node_container_name, remove_all,
@@ -64,7 +65,7 @@ def connect() -> docker.DockerClient:
     try:
         client = docker.from_env(timeout=API_TIMEOUT_S)
         client.ping()
-    except docker.errors.DockerException as e:
+    except (docker.errors.DockerException, *DOCKER_ERRORS) as e:
         raise ClusterConfigError(f"the docker backend needs a running Docker daemon and none answers ({e}): "
                                  "start it (`dockerd`, or `systemctl start docker`) or choose another "
                                  "backend (--backend netns)") from None
@@ -94,8 +95,8 @@ class DockerHost(Host):
         except docker.errors.NotFound:
             raise HostError(f"on {self.name}: its container {name} no longer exists (removed by "
                             "`fencepost cleanup` or docker rm?); bring the cluster up again") from None
-        except docker.errors.APIError as e:
-            raise HostError(f"on {self.name}: docker cannot inspect {name}: {e.explanation or e}") from None
+        except DOCKER_ERRORS as e:
+            raise HostError(f"on {self.name}: docker cannot inspect {name}: {explain(e)}") from None
 
     def container(self) -> Container:
         """The node's container, freshly inspected (its `status` is current)."""
@@ -155,8 +156,8 @@ class DockerHost(Host):
         try:
             # Extracted at "/" with the whole path in the member: docker makes the missing parents.
             self.container().put_archive("/", buffer.getvalue())
-        except docker.errors.APIError as e:
-            raise HostError(f"on {self.name}: could not put {local} at {remote}: {e.explanation or e}") from None
+        except DOCKER_ERRORS as e:
+            raise HostError(f"on {self.name}: could not put {local} at {remote}: {explain(e)}") from None
 
     def get(self, remote: str, local: Path) -> None:
         remote = posixpath.join(self.workdir, remote)
@@ -165,8 +166,8 @@ class DockerHost(Host):
             data = b"".join(stream)
         except docker.errors.NotFound:
             raise HostError(f"on {self.name}: no file {remote} to get") from None
-        except docker.errors.APIError as e:
-            raise HostError(f"on {self.name}: could not get {remote}: {e.explanation or e}") from None
+        except DOCKER_ERRORS as e:
+            raise HostError(f"on {self.name}: could not get {remote}: {explain(e)}") from None
         with tarfile.open(fileobj=io.BytesIO(data)) as tar:
             member = tar.next()
             if member is None or not member.isfile():
@@ -221,7 +222,7 @@ class DockerHost(Host):
         container = self.container()
         if container.status in ("running", "paused"):
             self._docker(container.kill, "kill")
-        container.wait(condition="not-running")
+        self._docker(lambda: container.wait(condition="not-running"), "wait for the end of")
         self._docker(container.start, "start")
         self.wait_for_state(handles, {"gone"})
 
@@ -233,9 +234,9 @@ class DockerHost(Host):
     def _docker(self, action, what: str) -> None:
         try:
             action()
-        except docker.errors.APIError as e:
+        except DOCKER_ERRORS as e:
             raise HostError(f"on {self.name}: docker {what} {self.container_name} failed: "
-                            f"{e.explanation or e}") from None
+                            f"{explain(e)}") from None
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "container": self.container_name}
@@ -262,9 +263,9 @@ class DockerHostSet(HostSet):
         Work directories on this machine are kept; so is the image (a cache)."""
         try:
             remove_all(labelled_containers(self.client, self.cluster), labelled_networks(self.client, self.cluster))
-        except docker.errors.APIError as e:
+        except DOCKER_ERRORS as e:
             raise HostError(f"could not remove the docker containers of cluster {self.cluster}: "
-                            f"{e.explanation or e}") from None
+                            f"{explain(e)}") from None
 
 
 def check_options(cluster: str, nodes: Sequence[str], options: Mapping[str, Any]) -> str | None:

@@ -27,6 +27,7 @@ import docker
 import docker.errors
 
 from clusters.errors import ClusterConfigError
+from clusters.hosts.docker_errors import DOCKER_ERRORS, explain
 
 BASE_REPOSITORY = "fencepost-node"
 IMAGE_LABEL = "fencepost"  # value "1" on every image built here
@@ -108,9 +109,9 @@ def ensure_base_image(client: docker.DockerClient, repository: str = BASE_REPOSI
     try:
         client.api.import_image_from_data(data, repository=repository, tag=digest, changes=changes)
         client.images.get(tag)
-    except docker.errors.APIError as e:
+    except DOCKER_ERRORS as e:
         raise ClusterConfigError(f"could not import the docker node image {tag} from its local tarball: "
-                                 f"{e.explanation or e}") from None
+                                 f"{explain(e)}") from None
     return BaseImage(tag, built=True)
 
 
@@ -141,9 +142,9 @@ def node_image(client: docker.DockerClient, image: str | None, python: str | Non
         client.images.get(image)
     except docker.errors.ImageNotFound:
         raise ClusterConfigError(
-            f"docker image {image!r} (option image=) is not on this machine: build it from the project "
-            f"checkout with `docker build -f clusters/hosts/docker/Dockerfile -t {image} .`, or leave "
-            "image= out to use the offline base image") from None
-    except docker.errors.APIError as e:
-        raise ClusterConfigError(f"docker image {image!r} (option image=): {e.explanation or e}") from None
+            f"docker image {image!r} (option image=) is not on this machine: build it in the project "
+            f"checkout with `git archive HEAD | docker build -f clusters/hosts/docker/Dockerfile -t {image} -` "
+            "(docs/hosts/docker.md), or leave image= out to use the offline base image") from None
+    except DOCKER_ERRORS as e:
+        raise ClusterConfigError(f"docker image {image!r} (option image=): {explain(e)}") from None
     return NodeImage(image, python or "python3")

@@ -25,6 +25,7 @@ from docker.models.containers import Container
 
 from clusters.errors import ClusterConfigError, HostError
 from clusters.hosts.base import NAME_PREFIX, CommandResult
+from clusters.hosts.docker_errors import DOCKER_ERRORS, explain
 from clusters.hosts.docker_image import NodeImage
 
 CLUSTER_LABEL = "fencepost.cluster"
@@ -75,9 +76,9 @@ def create_network(client: docker.DockerClient, cluster: str, subnet: str | None
     try:
         return client.networks.create(network_name(cluster), driver="bridge", ipam=ipam,
                                       labels={CLUSTER_LABEL: cluster}, check_duplicate=True)
-    except docker.errors.APIError as e:
+    except DOCKER_ERRORS as e:
         raise ClusterConfigError(f"could not create the docker network {network_name(cluster)}"
-                                 + (f" on subnet {subnet}" if subnet else "") + f": {e.explanation or e}"
+                                 + (f" on subnet {subnet}" if subnet else "") + f": {explain(e)}"
                                  + ("; choose another subnet= or leave it out" if subnet else "")) from None
 
 
@@ -98,9 +99,9 @@ def start_node(client: docker.DockerClient, cluster: str, node: str, image: Node
         container = client.containers.run(command=NODE_MAIN, name=node_container_name(cluster, node),
                                           network_mode=namespaces, pid_mode=namespaces,
                                           labels={**labels, ROLE_LABEL: "node"}, **common)
-    except docker.errors.APIError as e:
+    except DOCKER_ERRORS as e:
         raise HostError(f"on {node}: could not start its containers from image {image.tag}: "
-                        f"{e.explanation or e}") from None
+                        f"{explain(e)}") from None
     holder.reload()
     address = holder.attrs["NetworkSettings"]["Networks"].get(network_name(cluster), {}).get("IPAddress")
     if holder.status != "running" or not address:
@@ -122,8 +123,8 @@ def exec_in(container: Container, node: str, argv: Sequence[str], timeout: float
     except docker.errors.NotFound:
         raise HostError(f"on {node}: cannot run `{shown}`: its container {container.name} no longer "
                         "exists (removed by `fencepost cleanup` or docker rm?)") from None
-    except docker.errors.APIError as e:
-        why = e.explanation or str(e)
+    except DOCKER_ERRORS as e:
+        why = explain(e)
         if "paused" in why:
             why = "the node is paused (docker pause); resume it first"
         raise HostError(f"on {node}: cannot run `{shown}` in {container.name}: {why}") from None
