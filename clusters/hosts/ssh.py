@@ -112,9 +112,6 @@ class SshHost(Host):
     def heal(self) -> None:
         self._privileged(commands.heal_script(self.options.sudo), ["iptables", "heal"])
 
-    def remove_chain(self) -> None:
-        self._privileged(commands.remove_chain_script(self.options.sudo), ["iptables", "remove-chain"])
-
     def _privileged(self, script: str, argv: Sequence[str]) -> None:
         result = self._exec(script, argv, CONTROL_TIMEOUT_S)
         if not result.ok:
@@ -127,30 +124,34 @@ class SshHost(Host):
         return (f" (as {self.options.user} through `sudo -n`: the sudoers file there must let "
                 f"{self.options.user} run iptables and kill with NOPASSWD)")
 
-    def marked_pids(self) -> list[int]:
-        """Pids of every process on the host carrying this cluster's and this node's markers."""
-        result = self._exec(commands.marked_pids_script(self.cluster, self.name), ["marked-pids"], CONTROL_TIMEOUT_S)
-        return sorted({int(line) for line in result.check().stdout.split() if line.isdigit()})
-
-    def check_ready(self) -> None:
+    def prepare(self) -> None:
         """Provision's checks: the remote Python has the project; iptables and kill can be run;
         the work directory exists. Each failure says what to install or configure."""
+        script = commands.prepare_script(self.python, self.workdir, self.options.sudo)
+        result = self._exec(script, ["prepare"], CONTROL_TIMEOUT_S)
         where = f"{self.name} ({self.connection.target.where})"
-        try:
-            probe = self.run([self.python, "-c", "import broker"], check=False)
-            failure = "" if probe.ok else probe.stderr.strip()[-300:] or f"exit status {probe.returncode}"
-        except HostError as error:  # not installed
-            failure = str(error)
-        if failure:
+        why = result.stderr.strip()
+        if result.returncode == commands.PREPARE_PYTHON:
             raise ClusterConfigError(
-                f"on {where}: the remote Python cannot import the project ({failure}): install fencepost "
-                f"for {self.python} there, or set the ssh option python to an interpreter that has it")
-        rights = self._exec(commands.sudo_check_script(self.options.sudo), ["sudo-check"], CONTROL_TIMEOUT_S)
-        if not rights.ok:
-            raise ClusterConfigError(f"on {where}: cannot run iptables and kill as needed: "
-                                     f"{rights.stderr.strip()}" + (self._sudo_hint() or
-                                     " (install iptables there)"))
-        self.run(["mkdir", "-p", self.workdir])
+                f"on {where}: `{self.python} -c 'import broker'` failed ({why}): install fencepost for "
+                f"that interpreter there, or set the ssh option python to an interpreter that has it")
+        if result.returncode == commands.PREPARE_RIGHTS:
+            raise ClusterConfigError(f"on {where}: cannot run iptables and kill as needed: {why}"
+                                     + (self._sudo_hint() or " (install iptables there)"))
+        if not result.ok:
+            raise HostError(f"on {where}: cannot make the work directory {self.workdir} "
+                            f"(exit {result.returncode}): {why}")
+
+    def clear(self) -> None:
+        """kill -9 this node's processes (the recorded ones and any other carrying its markers),
+        wait until they are gone, and remove the FENCEPOST chain."""
+        script = commands.destroy_script(self.cluster, self.name, [h.pid for h in self.spawned],
+                                         self.options.sudo)
+        result = self._exec(script, ["destroy"], CONTROL_TIMEOUT_S)
+        if not result.ok:
+            raise HostError(f"on {self.name}: killing its processes and removing the FENCEPOST chain failed: "
+                            f"{result.stderr.strip()}" + self._sudo_hint())
+        self.spawned.clear()
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "ssh": self.connection.target.where}
@@ -177,22 +178,14 @@ class SshHostSet(HostSet):
         failures = []
         for host in self.hosts.values():
             try:
-                self._clear(host)
+                host.clear()
             except (HostError, ClusterConfigError) as failed:
                 failures.append(str(failed))
             finally:
                 host.connection.close()
         if failures:
-            raise HostError("destroying the ssh cluster " + self.cluster + " left things behind: "
+            raise HostError(f"destroying the ssh cluster {self.cluster} left things behind: "
                             + "; ".join(failures))
-
-    @staticmethod
-    def _clear(host: SshHost) -> None:
-        recorded = {h.pid: h for h in host.spawned}
-        strays = [ProcessHandle(host.name, "marked", pid, "") for pid in host.marked_pids() if pid not in recorded]
-        host.kill([*recorded.values(), *strays])
-        host.spawned.clear()
-        host.remove_chain()
 
     def close(self) -> None:
         """Close the connections (for a harness process that attached and is done)."""
@@ -210,7 +203,7 @@ def provision(cluster: str, nodes: Sequence[str], workdir: Path,
     try:
         for host in hosts.values():
             host.connection.connect()
-            host.check_ready()
+            host.prepare()
     except BaseException:
         host_set.close()
         raise

@@ -23,6 +23,8 @@ from clusters.hosts.base import CLUSTER_ENV, NODE_ENV
 
 KILL_GRACE_S = 5  # after `timeout` sends TERM, how long until it sends KILL
 NOT_INSTALLED_STATUS = 127
+PREPARE_PYTHON, PREPARE_RIGHTS, PREPARE_WORKDIR = 3, 4, 5  # prepare_script's exit statuses
+DESTROY_WAIT_S, DESTROY_POLL_S = 10.0, 0.05
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -67,43 +69,51 @@ def spawn_script(argv: Sequence[str], log: str, cwd: str, env: Mapping[str, str]
         "echo $!")
 
 
-def _markers(cluster: str, node: str) -> tuple[str, str]:
-    return shlex.quote(f"{CLUSTER_ENV}={cluster}"), shlex.quote(f"{NODE_ENV}={node}")
-
-
-def _ours(pid: int, cluster: str, node: str) -> str:
-    """A test that succeeds while `pid` is a live process of this cluster's node."""
-    cluster_marker, node_marker = _markers(cluster, node)
-    environ = f"/proc/{pid}/environ"
-    return (f"grep -qzxF -e {cluster_marker} {environ} 2>/dev/null && "
-            f"grep -qzxF -e {node_marker} {environ} 2>/dev/null")
+def _ours_function(cluster: str, node: str) -> str:
+    """Defines `ours PID`, which succeeds while PID is a live process of this cluster's node."""
+    cluster_marker = shlex.quote(f"{CLUSTER_ENV}={cluster}")
+    node_marker = shlex.quote(f"{NODE_ENV}={node}")
+    return (f'ours() {{ grep -qzxF -e {cluster_marker} "/proc/$1/environ" 2>/dev/null && '
+            f'grep -qzxF -e {node_marker} "/proc/$1/environ" 2>/dev/null; }}\n')
 
 
 def state_script(pid: int, cluster: str, node: str) -> str:
     """Prints /proc/<pid>/stat while the pid is ours; prints nothing once it is gone."""
-    return wrap(f"if {_ours(pid, cluster, node)}; then cat /proc/{pid}/stat; fi")
+    return wrap(_ours_function(cluster, node) + f"if ours {pid}; then cat /proc/{pid}/stat; fi")
 
 
 def signal_script(pid: int, cluster: str, node: str, sig: signal.Signals, sudo: bool) -> str:
     """Signals the pid while it is ours; a process gone meanwhile is not an error."""
     kill = privileged(["kill", "-s", sig.name.removeprefix("SIG"), str(pid)], sudo)
-    return wrap(f"if {_ours(pid, cluster, node)} && ! err=$(LC_ALL=C {kill} 2>&1); then\n"
+    return wrap(_ours_function(cluster, node)
+                + f"if ours {pid} && ! err=$(LC_ALL=C {kill} 2>&1); then\n"
                 '  case "$err" in *"No such process"*) ;; *) echo "$err" >&2; exit 1 ;; esac\n'
                 "fi")
 
 
-def marked_pids_script(cluster: str, node: str) -> str:
-    """Prints the pid of every process on the host carrying this cluster's and node's markers
-    (of those whose environment the user can read: the ones it started)."""
-    cluster_marker, node_marker = _markers(cluster, node)
-    return wrap(f"for f in $(grep -lzxF -e {cluster_marker} /proc/[0-9]*/environ 2>/dev/null); do\n"
-                f"  grep -qzxF -e {node_marker} \"$f\" 2>/dev/null && echo \"$f\"\n"
-                "done | cut -d/ -f3; true")
-
-
-def kill_script(pids: Iterable[int], sudo: bool) -> str:
-    """SIGKILL to these pids; ones already gone are skipped silently."""
-    return wrap(f"{privileged(['kill', '-s', 'KILL', *map(str, pids)], sudo)} 2>/dev/null; true")
+def destroy_script(cluster: str, node: str, recorded: Iterable[int], sudo: bool) -> str:
+    """kill -9 the recorded pids that are still ours and every other process carrying the
+    node's markers (of those whose environment the user can read: the ones it started),
+    wait until they are gone, then remove the FENCEPOST chain. One round trip."""
+    cluster_marker = shlex.quote(f"{CLUSTER_ENV}={cluster}")
+    kill = "sudo -n kill" if sudo else "kill"
+    tries = int(DESTROY_WAIT_S / DESTROY_POLL_S)
+    return wrap(
+        _ours_function(cluster, node)
+        + "pids=\n"
+        f"for p in {' '.join(map(str, recorded))} "
+        f"$(grep -lzxF -e {cluster_marker} /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3); do\n"
+        '  case " $pids " in *" $p "*) ;; *) ours "$p" && pids="$pids $p" ;; esac\n'
+        "done\n"
+        "left=$pids; tries=0\n"
+        f'if [ -n "$pids" ]; then {kill} -s KILL $pids; fi\n'
+        f'while [ -n "$left" ] && [ $tries -lt {tries} ]; do\n'
+        f"  sleep {DESTROY_POLL_S:g}; tries=$((tries + 1)); now=\n"
+        '  for p in $left; do ours "$p" && now="$now $p"; done\n'
+        "  left=$now\n"
+        "done\n"
+        f'if [ -n "$left" ]; then echo "pid(s)$left outlived kill -9 for {DESTROY_WAIT_S:g}s" >&2; exit 1; fi\n'
+        + _remove_chain(sudo))
 
 
 def parse_stat(stat: str) -> str:
@@ -133,20 +143,27 @@ def heal_script(sudo: bool) -> str:
                 f"{privileged(['iptables', '-w', '-S', 'INPUT'], sudo)} >/dev/null")
 
 
-def remove_chain_script(sudo: bool) -> str:
-    """Unhook the chain (every jump to it, should there be several) and delete it; fails
-    if it is still there afterwards."""
+def _remove_chain(sudo: bool) -> str:
+    """Unhook the chain (every jump to it, should there be several) and delete it; fail if it
+    is still there afterwards, or if iptables itself cannot be run."""
     unhook_input, unhook_output, flush, delete = (privileged(c, sudo) for c in iptables.remove_chain())
     listing = privileged(iptables.list_rules(), sudo)
-    return wrap(f"while {unhook_input} 2>/dev/null; do :; done\n"
-                f"while {unhook_output} 2>/dev/null; do :; done\n"
-                f"{flush} 2>/dev/null; {delete} 2>/dev/null\n"
-                f"if {listing} >/dev/null 2>&1; then echo 'the FENCEPOST chain is still there' >&2; exit 1; fi\n"
-                f"{privileged(['iptables', '-w', '-S', 'INPUT'], sudo)} >/dev/null")
+    return (f"while {unhook_input} 2>/dev/null; do :; done\n"
+            f"while {unhook_output} 2>/dev/null; do :; done\n"
+            f"{flush} 2>/dev/null; {delete} 2>/dev/null\n"
+            f"if {listing} >/dev/null 2>&1; then echo 'the FENCEPOST chain is still there' >&2; exit 1; fi\n"
+            f"{privileged(['iptables', '-w', '-S', 'INPUT'], sudo)} >/dev/null")
 
 
-def sudo_check_script(sudo: bool) -> str:
-    """Succeeds when iptables and kill can be run as needed (checked at provision)."""
-    if not sudo:
-        return wrap("command -v iptables >/dev/null || { echo 'iptables: not found' >&2; exit 127; }")
-    return wrap("sudo -n -l iptables >/dev/null && sudo -n -l kill >/dev/null")
+def prepare_script(python: str, workdir: str, sudo: bool) -> str:
+    """Provision's checks and setup in one round trip; the exit status says which step failed
+    (PREPARE_PYTHON, PREPARE_RIGHTS, PREPARE_WORKDIR) and stderr says why."""
+    if sudo:
+        rights = ("out=$(sudo -n -l iptables 2>&1 >/dev/null) && out=$(sudo -n -l kill 2>&1 >/dev/null) "
+                  f'|| {{ echo "$out" >&2; exit {PREPARE_RIGHTS}; }}')
+    else:
+        rights = f"command -v iptables >/dev/null || {{ echo 'iptables: not found' >&2; exit {PREPARE_RIGHTS}; }}"
+    probe = shlex.join(["timeout", "60", python, "-c", "import broker"])
+    return wrap(f'out=$({probe} 2>&1) || {{ echo "$out" | tail -n 5 >&2; exit {PREPARE_PYTHON}; }}\n'
+                f"{rights}\n"
+                f"mkdir -p {shlex.quote(workdir)} || exit {PREPARE_WORKDIR}")

@@ -185,7 +185,10 @@ def _key_file(value: Any) -> str | None:
         raise ClusterConfigError(f"ssh option key_file {value!r}: no such file ({path})")
     try:
         paramiko.PKey.from_path(path)
-    except paramiko.PasswordRequiredException:
+    except (paramiko.PasswordRequiredException, TypeError) as bad:
+        # an OpenSSH-format key with a passphrase fails as TypeError("Key is password-protected, ...")
+        if isinstance(bad, TypeError) and "password" not in str(bad).lower():
+            raise
         raise ClusterConfigError(f"ssh option key_file {path} is protected by a passphrase, which fencepost "
                                  "does not ask for: load it into ssh-agent and leave key_file unset, or use a "
                                  "key without passphrase") from None
