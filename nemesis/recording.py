@@ -45,6 +45,8 @@ def describe_error(e: BaseException) -> str:
         return str(e)
     if isinstance(e, KeyboardInterrupt):
         return "interrupted"
+    if not isinstance(e, Exception):  # e.g. the heal guard's SignalReceived
+        return f"interrupted: {e}"
     return f"{type(e).__name__}: {e}"
 
 

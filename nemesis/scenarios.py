@@ -25,14 +25,14 @@ Steps are actions of their own, their value naming the scenario: `pause`, `resum
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, ContextManager
 
 from clusters.errors import ClusterConfigError, HostError
 from clusters.systems.base import PartitionView
 from nemesis.context import NemesisContext
 from nemesis.faults import Fault
 from nemesis.grudges import Grudge, grudge_json, isolate_from
-from nemesis.recording import recorded
+from nemesis.recording import Outcome, recorded
 from nemesis.spec import RANDOM_PARTITION, FaultSpec
 
 ACTION_ERRORS = (HostError, ClusterConfigError, OSError)
@@ -75,7 +75,7 @@ class Scenario(Fault):
 
     # -- steps: each recorded, each remembered for _restore ---------------------------------
 
-    def _step(self, ctx: NemesisContext, f: str, value: dict[str, Any]):
+    def _step(self, ctx: NemesisContext, f: str, value: dict[str, Any]) -> ContextManager[Outcome]:
         return recorded(ctx.recorder, f, {**value, "scenario": self.spec.name})
 
     def pause(self, ctx: NemesisContext, nodes: list[str]) -> None:
