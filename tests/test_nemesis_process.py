@@ -37,7 +37,7 @@ def up(directory: Path, name: str, **system_options) -> Cluster:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    made = up(tmp_path_factory.mktemp("nemesis-process"), "fp-nemesis-process")
+    made = up(tmp_path_factory.mktemp("nemesis-process"), "fp-nemesis-process-" + os.urandom(2).hex())
     try:
         yield made
     finally:
