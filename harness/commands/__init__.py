@@ -15,6 +15,7 @@ COMMANDS = (
     "harness.commands.export",
     "harness.commands.cluster",
     "harness.commands.cleanup",
+    "harness.commands.nemesis",
 )
 
 
