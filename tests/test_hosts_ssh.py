@@ -23,11 +23,12 @@ from pathlib import Path
 import paramiko
 import pytest
 
+from clusters.cluster import Cluster, ClusterSpec
 from clusters.errors import ClusterConfigError, HostError
 from clusters.hosts import netns, ssh
 from clusters.hosts import netns_network as network
 from clusters.hosts import ssh_commands
-from clusters.hosts.base import ProcessHandle
+from clusters.hosts.base import CLUSTER_ENV, ProcessHandle
 from clusters.hosts.ssh_options import DEFAULT_WORKDIR, parse_options
 from tests import host_contract
 from tests.sshd_support import SSHD, SshdCluster, known_hosts_line, make_key
@@ -238,6 +239,42 @@ def test_a_pid_without_our_marker_is_never_signalled(hosts):
         foreign.wait()
 
 
+@pytest.mark.integration
+@pytest.mark.root
+@pytest.mark.slow
+def test_the_own_system_runs_on_ssh_hosts(servers, tmp_path: Path):
+    """A Cluster (controller and two brokers) up over SSH: a broker killed and started again,
+    its logs collected over SFTP, and down leaves no process of the cluster."""
+    endpoints = dict(zip(["controller", "n1", "n2"], (servers.nodes[n].endpoint for n in NODES)))
+    spec = ClusterSpec(cluster_name(), "own", 2, "ssh", servers.options(hosts=endpoints), {})
+    cluster = Cluster.up(spec, tmp_path / "cluster")
+    try:
+        assert {n: cluster.node_state(n) for n in cluster.nodes} == dict.fromkeys(endpoints, "running")
+        assert cluster.bootstrap == ",".join(f"{servers.nodes[n].host.address}:9092" for n in ("n2", "n3"))
+        cluster.kill("n1")
+        assert cluster.node_state("n1") == "down"
+        cluster.start("n1")
+        assert cluster.node_state("n1") == "running"
+        logs = cluster.collect_logs(tmp_path / "logs")
+        assert logs and all(path.stat().st_size > 0 for path in logs)
+    finally:
+        cluster.down()
+    assert not processes_with_marker(spec.name)
+
+
+def processes_with_marker(cluster: str) -> list[int]:
+    marker = f"{CLUSTER_ENV}={cluster}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker in (entry / "environ").read_bytes().split(b"\0"):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
 def test_cleanup_has_no_machines_to_visit():
     assert ssh.cleanup() == []
 
@@ -298,6 +335,25 @@ def test_hashed_known_hosts_entries_are_understood(provisioned, servers, tmp_pat
     assert servers.nodes["n1"].host.address not in known.read_text()
     hosts = provisioned.make(known_hosts=str(known))
     assert hosts["n1"].run(["true"]).ok
+
+
+@pytest.mark.integration
+@pytest.mark.root
+def test_unusable_lines_are_skipped_and_revoked_keys_refused(provisioned, servers, tmp_path: Path):
+    """paramiko's own loader fails a whole file on a @cert-authority line; OpenSSH skips such lines."""
+    ca = make_key(tmp_path / "ca", "ca")
+    known = tmp_path / "known_hosts"
+    known.write_text(f"@cert-authority *.example ssh-ed25519 {(ca.parent / 'ca.pub').read_text().split()[1]}\n"
+                     "a line that is not a host key\n" + servers.known_hosts.read_text())
+    assert provisioned.make(known_hosts=str(known))["n2"].run(["true"]).ok
+
+    n1 = servers.nodes["n1"]
+    revoked = tmp_path / "revoked_hosts"
+    revoked.write_text(f"@revoked * {known_hosts_line(n1.host.address, 22, n1.host_key).split(' ', 1)[1]}")
+    with pytest.raises(ClusterConfigError) as refused:
+        provisioned.make(known_hosts=str(revoked), accept_unknown_host_keys=True)
+    assert "n1" in str(refused.value) and "@revoked" in str(refused.value)
+    assert fingerprint(n1.host_key) in str(refused.value)
 
 
 # -- authentication, reachability, connection ---------------------------------------------------
@@ -467,7 +523,8 @@ def test_provision_refuses_a_python_without_the_project(provisioned):
     ({"hosts": {"n1": "a", "n2": "b"}}, "no machine for node(s) n3"),
     ({"hosts": {"n1": "a", "n2": "b", "n3": "c", "n9": "d"}}, "names 'n9'"),
     ({"hosts": ["a", "b:99999", "c"]}, "node n2 has 'b:99999'"),
-    ({"hosts": "a,b,c"}, "must be a table"),
+    ({"hosts": 3}, "must be a table"),
+    ({"hosts": "a,b"}, "lists 2 machine(s) for 3 node(s)"),
     ({"hosts": ["a", "b", "c"], "sudo": "yes"}, "sudo must be true or false"),
     ({"hosts": ["a", "b", "c"], "accept_unknown_host_keys": 1}, "accept_unknown_host_keys must be true or false"),
     ({"hosts": ["a", "b", "c"], "key_file": "/fp/no/such/key"}, "key_file '/fp/no/such/key': no such file"),
@@ -491,6 +548,8 @@ def test_option_defaults():
     assert options.known_hosts == os.path.expanduser("~/.ssh/known_hosts")
     assert options.workdir == DEFAULT_WORKDIR and options.node_workdir("c1", "n2") == "/tmp/fencepost/c1/n2"
     assert parse_options("c1", NODES, {"hosts": ["a", "b", "c"], "user": "kafka"})[0].sudo is True
+    assert parse_options("c1", NODES, {"hosts": "a, b:2200,c"})[1] == {"n1": ("a", 22), "n2": ("b", 2200),
+                                                                       "n3": ("c", 22)}
 
 
 def test_a_key_file_that_is_not_a_key_is_refused(tmp_path: Path):

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Callable, TypeVar
 
 import paramiko
+from paramiko.hostkeys import HostKeyEntry, InvalidHostKey
 
 from clusters.errors import ClusterConfigError, HostError
 from clusters.hosts.ssh_options import SshTarget
@@ -41,6 +42,36 @@ def describe_key(key: paramiko.PKey) -> str:
     return f"{key.get_name()} {key.fingerprint}"
 
 
+def load_known_hosts(path: str, into: paramiko.HostKeys) -> list[paramiko.PKey]:
+    """Add the file's host keys to `into`; the keys marked @revoked. Lines paramiko cannot use
+    (@cert-authority, unknown key types, garbage) are skipped, as OpenSSH skips what it cannot
+    parse, instead of failing the whole file as paramiko's own loader does."""
+    try:
+        text = Path(path).read_text(errors="replace")
+    except FileNotFoundError:
+        return []
+    except OSError as bad:
+        raise ClusterConfigError(f"cannot read the known_hosts file {path}: {bad}") from None
+    revoked = []
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#") or line.startswith("@cert-authority"):
+            continue
+        marker = line.startswith("@revoked")
+        try:
+            entry = HostKeyEntry.from_line(line.removeprefix("@revoked").strip(), number)
+        except (InvalidHostKey, paramiko.SSHException, ValueError):
+            continue
+        if entry is None or entry.key is None:
+            continue
+        if marker:
+            revoked.append(entry.key)
+        else:
+            for name in entry.hostnames:
+                into.add(name, entry.key.get_name(), entry.key)
+    return revoked
+
+
 def keyscan(target: SshTarget) -> str:
     """The command that appends the host's keys to the known_hosts file."""
     port = f"-p {target.port} " if target.port != 22 else ""
@@ -50,10 +81,15 @@ def keyscan(target: SshTarget) -> str:
 class _HostKeyCheck(paramiko.MissingHostKeyPolicy):
     """What to do with a host the known_hosts file has no key for."""
 
-    def __init__(self, target: SshTarget) -> None:
+    def __init__(self, target: SshTarget, revoked: list[paramiko.PKey]) -> None:
         self.target = target
+        self.revoked = revoked
 
     def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
+        if key in self.revoked:
+            raise ClusterConfigError(f"refusing node {self.target.node} ({self.target.address}:{self.target.port}):"
+                                     f" its host key {describe_key(key)} is marked @revoked in "
+                                     f"{self.target.known_hosts}")
         if self.target.accept_unknown_host_keys:
             client.get_host_keys().add(hostname, key.get_name(), key)  # this connection only; not saved
             return
@@ -90,12 +126,8 @@ class SshConnection:
     def _open(self) -> paramiko.SSHClient:
         t = self.target
         client = paramiko.SSHClient()
-        if Path(t.known_hosts).is_file():
-            try:
-                client.load_system_host_keys(t.known_hosts)  # read-only: paramiko never writes this file
-            except (OSError, paramiko.SSHException) as bad:
-                raise ClusterConfigError(f"cannot read known_hosts file {t.known_hosts}: {bad}") from None
-        client.set_missing_host_key_policy(_HostKeyCheck(t))
+        revoked = load_known_hosts(t.known_hosts, client.get_host_keys())  # never written back
+        client.set_missing_host_key_policy(_HostKeyCheck(t, revoked))
         try:
             client.connect(t.address, port=t.port, username=t.user, key_filename=t.key_file,
                            allow_agent=t.key_file is None, look_for_keys=t.key_file is None,

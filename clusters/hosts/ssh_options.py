@@ -128,6 +128,8 @@ def parse_endpoint(text: str) -> tuple[str, int]:
 
 
 def _parse_hosts(hosts: Any, nodes: Sequence[str]) -> dict[str, tuple[str, int]]:
+    if isinstance(hosts, str):  # from the command line: "10.0.0.11,10.0.0.12,10.0.0.13"
+        hosts = [part.strip() for part in hosts.split(",")]
     if isinstance(hosts, (list, tuple)):
         if len(hosts) != len(nodes):
             raise ClusterConfigError(f"ssh option hosts lists {len(hosts)} machine(s) for {len(nodes)} node(s) "
@@ -135,8 +137,8 @@ def _parse_hosts(hosts: Any, nodes: Sequence[str]) -> dict[str, tuple[str, int]]
                                      "{node = address}")
         hosts = dict(zip(nodes, hosts))
     if not isinstance(hosts, Mapping):
-        raise ClusterConfigError(f"ssh option hosts must be a table {{node = \"address[:port]\"}} or a list "
-                                 f"of addresses, not {hosts!r}")
+        raise ClusterConfigError(f"ssh option hosts must be a table {{node = \"address[:port]\"}}, a list of "
+                                 f"addresses in node order or a comma-separated string of them, not {hosts!r}")
     strangers = [n for n in hosts if n not in nodes]
     if strangers:
         raise ClusterConfigError(f"ssh option hosts names {', '.join(map(repr, strangers))}, not node(s) of "
