@@ -415,6 +415,50 @@ def test_a_dropped_connection_is_reopened(hosts, servers, tmp_path: Path):
         else:
             host.get(remote, tmp_path / "got")
             assert (tmp_path / "got").read_text() == "sftp\n"
+        # the dropped connection was replaced by a new one (a new sshd child)
+        renewed = sshd_children(listener)
+        assert renewed and not set(renewed) & set(sessions)
+
+
+# Waits until another process has argv[1] as one of its arguments, then SIGKILLs the pids argv[2:].
+KILL_WHEN_RUNNING = """\
+import os, sys, time
+tag, victims = sys.argv[1].encode(), [int(p) for p in sys.argv[2:]]
+def running():
+    for entry in os.listdir("/proc"):
+        try:
+            if entry.isdigit() and int(entry) != os.getpid() and \\
+                    tag in open(f"/proc/{entry}/cmdline", "rb").read().split(b"\\0"):
+                return True
+        except OSError:
+            pass
+while not running():
+    time.sleep(0.02)
+for pid in victims:
+    os.kill(pid, 9)
+"""
+
+
+@pytest.mark.integration
+@pytest.mark.root
+def test_a_connection_dropping_mid_command_is_an_error_not_a_retry(hosts, servers):
+    host = hosts["n2"]
+    host.run(["true"])
+    sessions = sshd_children(servers.nodes["n2"].handle.pid)
+    tag = f"fp-drop-{uuid.uuid4().hex[:8]}"
+    killer = subprocess.Popen([sys.executable, "-c", KILL_WHEN_RUNNING, tag, *map(str, sessions)])
+    try:
+        with pytest.raises(HostError) as dropped:
+            host.run([host.python, "-c", "import time; time.sleep(60)", tag], timeout=90)
+        message = str(dropped.value)
+        assert "node n2" in message and "dropped while running" in message and "may or may not have run" in message
+        assert killer.wait(timeout=30) == 0
+        assert host.run(["echo", "again"]).stdout == "again\n"
+    finally:
+        killer.kill()
+        killer.wait()
+        for pid in processes_with_argument(tag):
+            os.kill(pid, signal.SIGKILL)  # the command the dropped session left running
 
 
 def sshd_children(listener: int) -> list[int]:

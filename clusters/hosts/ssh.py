@@ -8,16 +8,16 @@ shell scripts from `ssh_commands` (every argument quoted); files move over SFTP;
 one reused connection per node (`ssh_connection`); options in `ssh_options`.
 
 `destroy` kills the cluster's processes (the pids it spawned, and any other
-process on the host carrying the cluster's marker, such as ones a later harness
-process spawned), removes the FENCEPOST chain and closes the connections; the
+process on the host carrying the cluster's and node's markers, such as ones a
+later harness process spawned), removes the FENCEPOST chain and closes the connections; the
 work directories stay, as on the other backends. `cleanup()` has no list of
 machines to visit, so it removes nothing: a cluster's own `down` cleans its hosts.
 """
 from __future__ import annotations
 
-import signal
 import time
 from pathlib import Path
+from signal import Signals
 from typing import Any, Iterable, Mapping, Sequence
 
 from clusters.errors import ClusterConfigError, HostError
@@ -34,6 +34,8 @@ TIMED_OUT_STATUSES = (124, 137)  # coreutils timeout: TERM sent (124), or KILL (
 
 
 class SshHost(Host):
+    """One node: a machine reached over its own reused SSH connection."""
+
     def __init__(self, cluster: str, name: str, address: str, port: int, workdir: str, options: SshOptions,
                  spawned: Iterable[ProcessHandle] = ()) -> None:
         self.cluster = cluster
@@ -47,7 +49,7 @@ class SshHost(Host):
         self.connection = SshConnection(options.target(name, address, port))
 
     def _exec(self, command: str, argv: Sequence[str], timeout: float) -> CommandResult:
-        status, out, err = self.connection.exec(command, timeout + DEADLINE_MARGIN_S)
+        status, out, err = self.connection.exec(command, timeout + DEADLINE_MARGIN_S, " ".join(argv))
         return CommandResult(self.name, tuple(argv), status, out, err)
 
     def run(self, argv: Sequence[str], *, timeout: float = 30.0, check: bool = True,
@@ -82,7 +84,7 @@ class SshHost(Host):
         self.spawned.append(handle)
         return handle
 
-    def signal(self, handle: ProcessHandle, sig: signal.Signals) -> None:
+    def signal(self, handle: ProcessHandle, sig: Signals) -> None:
         script = commands.signal_script(handle.pid, self.cluster, self.name, sig, self.options.sudo)
         result = self._exec(script, ["kill", "-s", sig.name, str(handle.pid)], CONTROL_TIMEOUT_S)
         if not result.ok:
@@ -128,7 +130,7 @@ class SshHost(Host):
         """Provision's checks: the remote Python has the project; iptables and kill can be run;
         the work directory exists. Each failure says what to install or configure."""
         script = commands.prepare_script(self.python, self.workdir, self.options.sudo)
-        result = self._exec(script, ["prepare"], CONTROL_TIMEOUT_S)
+        result = self._exec(script, ["(provision's checks)"], CONTROL_TIMEOUT_S)
         where = f"{self.name} ({self.connection.target.where})"
         why = result.stderr.strip()
         if result.returncode == commands.PREPARE_PYTHON:
@@ -147,7 +149,7 @@ class SshHost(Host):
         wait until they are gone, and remove the FENCEPOST chain."""
         script = commands.destroy_script(self.cluster, self.name, [h.pid for h in self.spawned],
                                          self.options.sudo)
-        result = self._exec(script, ["destroy"], CONTROL_TIMEOUT_S)
+        result = self._exec(script, ["(destroy: kill -9, remove the FENCEPOST chain)"], CONTROL_TIMEOUT_S)
         if not result.ok:
             raise HostError(f"on {self.name}: killing its processes and removing the FENCEPOST chain failed: "
                             f"{result.stderr.strip()}" + self._sudo_hint())
@@ -162,6 +164,8 @@ class SshHost(Host):
 
 
 class SshHostSet(HostSet):
+    """The machines of one cluster; its state holds the options and each node's spawned pids."""
+
     backend = BACKEND
 
     def __init__(self, cluster: str, options: SshOptions, hosts: dict[str, SshHost]) -> None:

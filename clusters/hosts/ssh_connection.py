@@ -180,22 +180,23 @@ class SshConnection:
             raise self._unreachable(f"the connection dropped and reconnecting did not help ({what}: "
                                     f"{_why(second)})") from None
 
-    def exec(self, command: str, deadline_s: float) -> tuple[int, str, str]:
+    def exec(self, command: str, deadline_s: float, label: str) -> tuple[int, str, str]:
         """Run one command line; (exit status, stdout, stderr). Exit status -1: killed by a
-        signal. HostError when it has not ended after `deadline_s` (the channel is closed)."""
+        signal. HostError when it has not ended after `deadline_s` (the channel is closed) or
+        the connection drops meanwhile; `label` names the command in messages."""
         channel = self._with_reconnect(lambda c: c.get_transport().open_session(
             timeout=self.target.connect_timeout), "opening a session")
         try:
             channel.exec_command(command)
             channel.shutdown_write()
-            return self._collect(channel, command, deadline_s)
+            return self._collect(channel, label, deadline_s)
         except CONNECTION_ERRORS as bad:
-            raise self._unreachable(f"the connection dropped while running `{command}`: "
-                                    f"{_why(bad)}") from None
+            raise self._unreachable(f"the connection dropped while running `{label}` (it may or may not "
+                                    f"have run): {_why(bad)}") from None
         finally:
             channel.close()
 
-    def _collect(self, channel: paramiko.Channel, command: str, deadline_s: float) -> tuple[int, str, str]:
+    def _collect(self, channel: paramiko.Channel, label: str, deadline_s: float) -> tuple[int, str, str]:
         out, err = bytearray(), bytearray()
         deadline = time.monotonic() + deadline_s
         pause = POLL_FIRST_S
@@ -212,15 +213,17 @@ class SshConnection:
                 break
             if not progressed:
                 if time.monotonic() > deadline:
-                    raise HostError(f"on {self.target.node}: `{command}` did not end within {deadline_s:g}s")
+                    raise HostError(f"on {self.target.node}: `{label}` did not end within {deadline_s:g}s")
                 if not self._alive():
                     raise EOFError("the connection closed")
                 time.sleep(pause)
                 pause = min(pause * 2, POLL_MAX_S)
             else:
                 pause = POLL_FIRST_S
-        return (channel.recv_exit_status(), out.decode("utf-8", errors="replace"),
-                err.decode("utf-8", errors="replace"))
+        status = channel.recv_exit_status()
+        if status == -1 and not self._alive():  # paramiko closes the channels of a dead connection
+            raise EOFError("the connection closed")
+        return status, out.decode("utf-8", errors="replace"), err.decode("utf-8", errors="replace")
 
     def sftp_call(self, action: Callable[[paramiko.SFTPClient], T], what: str) -> T:
         """`action(sftp)` on the connection's SFTP session (opened once, reused); a connection
