@@ -35,6 +35,11 @@ def machine_counts() -> dict[str, int]:
     return counts
 
 
+def fencepost_cleanup() -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "harness.cli", "cleanup"], capture_output=True, text=True,
+                          timeout=120)
+
+
 @pytest.fixture
 def docker_daemon():
     """The daemon that answers, or one started for this test (and stopped after it)."""
@@ -52,6 +57,7 @@ def test_killing_the_harness_at_random_moments_leaves_nothing_after_cleanup(tmp_
     if os.geteuid() != 0:
         pytest.skip("network namespaces need root")
     rng = random.Random(20261121)
+    assert fencepost_cleanup().returncode == 0  # what earlier crashed tests left is not this test's
     before = machine_counts()
     kinds = ["netns", "docker"]
     reached_up = 0
@@ -65,8 +71,7 @@ def test_killing_the_harness_at_random_moments_leaves_nothing_after_cleanup(tmp_
         harness.kill()
         output = harness.communicate()[0]
         reached_up += output.startswith("up") or "\nup\n" in output
-        cleanup = subprocess.run([sys.executable, "-m", "harness.cli", "cleanup"], capture_output=True,
-                                 text=True, timeout=120)
+        cleanup = fencepost_cleanup()
         assert cleanup.returncode == 0, cleanup.stderr
         after = machine_counts()
         assert after == before, (f"run {run} ({backend}) killed after output {output[-500:]!r}; "
