@@ -300,6 +300,13 @@ class Cluster:
     def partition_view(self, topic: str, partition: int) -> PartitionView:
         return self.system.partition_view(self.hosts, topic, partition)
 
+    def wait_for_full_isr(self, topic: str, timeout: float = READY_TIMEOUT_S) -> None:
+        """Until every partition of `topic` has a leader and every replica in its ISR (the quiesce phase)."""
+        def full() -> bool:
+            views = [self.partition_view(topic, p) for p in self.partitions(topic)]
+            return all(v.leader is not None and set(v.isr) == set(v.replicas) for v in views)
+        self.wait_for(full, timeout, f"every partition of {topic} with a leader and a full ISR")
+
     def wait_for(self, condition: Callable[[], Any], timeout: float, what: str) -> Any:
         """Until `condition()` is truthy (HostError from it counts as not yet); its value."""
         deadline = time.monotonic() + timeout

@@ -15,7 +15,9 @@ import shutil
 import signal
 import subprocess
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import docker
 import docker.errors
@@ -93,3 +95,14 @@ def stop_dockerd(process: subprocess.Popen, timeout: float = STOP_TIMEOUT_S) -> 
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
+
+
+@contextmanager
+def running_dockerd() -> Iterator[None]:
+    """A daemon that answers for the block: the one running, or one started here and stopped after."""
+    started = ensure_dockerd()
+    try:
+        yield
+    finally:
+        if started is not None:
+            stop_dockerd(started)

@@ -325,3 +325,43 @@ def check_no_partitions(host: Host) -> None:
     with pytest.raises(ClusterConfigError):
         host.cut_off(["127.0.0.2"])
     host.heal()
+
+
+def free_subnet(first: int, last: int) -> str:
+    """A /24 in 10.77.<first..last> that nothing on this machine routes (each test module keeps to
+    its own range, since tests run beside other clusters)."""
+    from clusters.hosts import netns_network
+
+    for third in range(first, last + 1):
+        candidate = f"10.77.{third}.0/24"
+        if not netns_network.subnet_users(candidate):
+            return candidate
+    raise AssertionError(f"no free /24 in 10.77.{first}.0-10.77.{last}.255 for a test cluster")
+
+
+class HostContractTests:
+    """The contract as test methods, for a backend's test module to subclass as `TestContract`
+    with a `hosts` fixture (a HostSet of nodes n1..n3) and `attach` (its backend's attach)."""
+
+    attach: Callable[[Mapping[str, Any]], HostSet]
+
+    def test_run(self, hosts):
+        check_run(hosts["n1"])
+
+    def test_put_get(self, hosts, tmp_path: Path):
+        check_put_get(hosts["n2"], tmp_path)
+
+    def test_spawn_markers(self, hosts):
+        check_spawn_markers(hosts["n3"], hosts.cluster)
+
+    def test_pause(self, hosts):
+        check_pause(hosts["n1"])
+
+    def test_kill_restart(self, hosts):
+        check_kill_restart(hosts["n2"])
+
+    def test_reattach(self, hosts):
+        check_reattach(hosts, type(self).attach)
+
+    def test_partition(self, hosts):
+        check_partition(hosts)

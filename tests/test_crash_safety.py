@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from clusters.hosts.local_process import marked_processes
-from tests.docker_daemon import daemon_answers, ensure_dockerd, stop_dockerd
+from tests.docker_daemon import daemon_answers, running_dockerd
 
 pytestmark = [pytest.mark.integration, pytest.mark.root, pytest.mark.slow]
 HARNESS = Path(__file__).with_name("crash_harness.py")
@@ -45,12 +45,8 @@ def docker_daemon():
     """The daemon that answers, or one started for this test (and stopped after it)."""
     if not daemon_answers() and shutil.which("dockerd") is None:
         pytest.skip("dockerd is not installed (scripts/provision installs docker.io)")
-    started = ensure_dockerd()
-    try:
+    with running_dockerd():
         yield
-    finally:
-        if started is not None:
-            stop_dockerd(started)
 
 
 def test_killing_the_harness_at_random_moments_leaves_nothing_after_cleanup(tmp_path, docker_daemon):

@@ -92,30 +92,9 @@ def hosts(docker_client, tmp_path_factory):
         hosts.destroy()
 
 
-class TestContract:
+class TestContract(host_contract.HostContractTests):
     """The backend-neutral checks, on one three-node cluster."""
-
-    def test_run(self, hosts):
-        host_contract.check_run(hosts["n1"])
-
-    def test_put_get(self, hosts, tmp_path: Path):
-        host_contract.check_put_get(hosts["n2"], tmp_path)
-
-    def test_spawn_markers(self, hosts):
-        host_contract.check_spawn_markers(hosts["n3"], hosts.cluster)
-
-    def test_pause(self, hosts):
-        host_contract.check_pause(hosts["n1"])
-
-    def test_kill_restart(self, hosts):
-        host_contract.check_kill_restart(hosts["n2"])
-
-    def test_reattach(self, hosts):
-        host_contract.check_reattach(hosts, docker_backend.attach)
-
-    @pytest.mark.slow
-    def test_partition(self, hosts):
-        host_contract.check_partition(hosts)
+    attach = staticmethod(docker_backend.attach)
 
 
 @pytest.mark.slow

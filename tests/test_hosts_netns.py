@@ -20,6 +20,7 @@ from clusters.hosts import netns
 from clusters.hosts import netns_network as network
 from clusters.hosts.base import NAME_PREFIX
 from tests import host_contract
+from tests.docker_daemon import daemon_answers, running_dockerd
 
 pytestmark = [pytest.mark.integration, pytest.mark.root]
 
@@ -38,12 +39,7 @@ def cluster_name() -> str:
 
 
 def free_subnet() -> str:
-    """A /24 in 10.77.128-254 that nothing on this machine routes (tests run beside other clusters)."""
-    for third in range(128, 255):
-        candidate = f"10.77.{third}.0/24"
-        if not network.subnet_users(candidate):
-            return candidate
-    raise AssertionError("no free /24 in 10.77.128.0/17 for a test cluster")
+    return host_contract.free_subnet(128, 254)
 
 
 class Clusters:
@@ -101,33 +97,8 @@ def ip_json_in(namespace: str, *args: str) -> list[dict]:
 # -- the contract -----------------------------------------------------------------------------
 
 
-def test_run(hosts):
-    host_contract.check_run(hosts["n1"])
-
-
-def test_put_get(hosts, tmp_path: Path):
-    host_contract.check_put_get(hosts["n2"], tmp_path)
-
-
-def test_spawn_markers(hosts):
-    host_contract.check_spawn_markers(hosts["n3"], hosts.cluster)
-
-
-def test_pause(hosts):
-    host_contract.check_pause(hosts["n1"])
-
-
-def test_kill_restart(hosts):
-    host_contract.check_kill_restart(hosts["n2"])
-
-
-def test_reattach(hosts):
-    host_contract.check_reattach(hosts, netns.attach)
-
-
-@pytest.mark.slow
-def test_partition(hosts):
-    host_contract.check_partition(hosts)
+class TestContract(host_contract.HostContractTests):
+    attach = staticmethod(netns.attach)
 
 
 # -- names, addresses, the bridge -------------------------------------------------------------
@@ -354,54 +325,12 @@ def test_cleanup_removes_what_a_crashed_cluster_left_and_nothing_else(clusters):
 # -- a running dockerd ------------------------------------------------------------------------
 
 
-def docker_ping() -> bool:
-    import docker
-
-    try:
-        client = docker.from_env(timeout=5)
-        try:
-            return bool(client.ping())
-        finally:
-            client.close()
-    except docker.errors.DockerException:
-        return False
-
-
 @pytest.fixture
-def dockerd(tmp_path: Path):
-    """A running dockerd: tests/docker_daemon.ensure_dockerd() where it exists; else the one already
-    running; else one started here and stopped (that pid only) afterwards."""
-    try:
-        from tests.docker_daemon import ensure_dockerd, stop_dockerd
-    except ImportError:
-        ensure_dockerd = None
-    if ensure_dockerd is not None:
-        started = ensure_dockerd()
-        try:
-            yield
-        finally:
-            if started is not None:
-                stop_dockerd(started)
-        return
-    if docker_ping():
-        yield
-        return
-    if shutil.which("dockerd") is None:
+def dockerd():
+    if not daemon_answers() and shutil.which("dockerd") is None:
         pytest.fail("dockerd is not installed: install docker.io (scripts/provision does)")
-    log = open(tmp_path / "dockerd.log", "ab")
-    daemon = subprocess.Popen(["dockerd"], stdout=log, stderr=log, start_new_session=True)
-    try:
-        host_contract.wait_until(lambda: daemon.poll() is not None or docker_ping(), "dockerd answers", 60)
-        assert daemon.poll() is None, (tmp_path / "dockerd.log").read_text()[-2000:]
+    with running_dockerd():
         yield
-    finally:
-        daemon.terminate()
-        try:
-            daemon.wait(30)
-        except subprocess.TimeoutExpired:
-            daemon.kill()
-            daemon.wait()
-        log.close()
 
 
 @pytest.mark.docker

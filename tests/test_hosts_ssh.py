@@ -26,7 +26,6 @@ import pytest
 from clusters.cluster import Cluster, ClusterSpec
 from clusters.errors import ClusterConfigError, HostError
 from clusters.hosts import netns, ssh
-from clusters.hosts import netns_network as network
 from clusters.hosts import ssh_commands
 from clusters.hosts.base import CLUSTER_ENV, ProcessHandle
 from clusters.hosts.ssh_options import DEFAULT_WORKDIR, parse_options
@@ -42,12 +41,7 @@ NASTY = ["two words", "it's", 'say "hi"', "$HOME", "${PATH}", "$(touch {canary})
 
 
 def free_subnet() -> str:
-    """A /24 in 10.77.200-254 that nothing on this machine routes (tests run beside other clusters)."""
-    for third in range(200, 255):
-        candidate = f"10.77.{third}.0/24"
-        if not network.subnet_users(candidate):
-            return candidate
-    raise AssertionError("no free /24 in 10.77.200.0-10.77.254.255 for a test cluster")
+    return host_contract.free_subnet(200, 254)
 
 
 def cluster_name() -> str:
@@ -132,28 +126,8 @@ def fingerprint(private_key: Path) -> str:
 
 @pytest.mark.integration
 @pytest.mark.root
-class TestContract:
-    def test_run(self, hosts):
-        host_contract.check_run(hosts["n1"])
-
-    def test_put_get(self, hosts, tmp_path: Path):
-        host_contract.check_put_get(hosts["n2"], tmp_path)
-
-    def test_spawn_markers(self, hosts):
-        host_contract.check_spawn_markers(hosts["n3"], hosts.cluster)
-
-    def test_pause(self, hosts):
-        host_contract.check_pause(hosts["n1"])
-
-    def test_kill_restart(self, hosts):
-        host_contract.check_kill_restart(hosts["n2"])
-
-    def test_reattach(self, hosts):
-        host_contract.check_reattach(hosts, ssh.attach)
-
-    @pytest.mark.slow
-    def test_partition(self, hosts):
-        host_contract.check_partition(hosts)
+class TestContract(host_contract.HostContractTests):
+    attach = staticmethod(ssh.attach)
 
     @pytest.mark.slow
     def test_partition_and_signals_through_sudo(self, provisioned):

@@ -10,9 +10,10 @@ import sys
 
 import pytest
 
+from tests import host_contract
+
 from clusters.cluster import Cluster, ClusterSpec
 from clusters.hosts import iptables
-from clusters.hosts import netns_network as network
 from clusters.systems.base import TopicSpec
 from clusters.systems.own import BROKER_PORT, CONTROLLER_PORT, broker_id
 from nemesis import MemoryRecorder, Nemesis, ScriptedSchedule, heal_cluster, start_fault
@@ -25,12 +26,7 @@ TOPIC = "fp"
 
 
 def free_subnet() -> str:
-    """A /24 in 10.77.96-127 that nothing on this machine routes (other tests use other ranges)."""
-    for third in range(96, 128):
-        candidate = f"10.77.{third}.0/24"
-        if not network.subnet_users(candidate):
-            return candidate
-    raise AssertionError("no free /24 in 10.77.96.0/19 for a test cluster")
+    return host_contract.free_subnet(96, 127)
 
 
 @pytest.fixture(scope="module")
@@ -50,19 +46,12 @@ def cluster(tmp_path_factory):
 @pytest.fixture
 def healthy(cluster: Cluster):
     """Every partition led with a full ISR before the test; healed after it, also on failure."""
-    wait_full_isr(cluster)
+    cluster.wait_for_full_isr(TOPIC, 60)
     try:
         yield cluster
     finally:
         cluster.heal()
-        wait_full_isr(cluster)
-
-
-def wait_full_isr(cluster: Cluster) -> None:
-    def full() -> bool:
-        views = [cluster.partition_view(TOPIC, p) for p in cluster.partitions(TOPIC)]
-        return all(v.leader is not None and set(v.isr) == set(v.replicas) for v in views)
-    cluster.wait_for(full, 60, "every partition with a leader and a full ISR")
+        cluster.wait_for_full_isr(TOPIC, 60)
 
 
 def dropped(cluster: Cluster, node: str) -> set[str]:

@@ -47,18 +47,11 @@ def cluster(tmp_path_factory):
 @pytest.fixture
 def healthy(cluster: Cluster):
     """The shared cluster with every partition's ISR full; healed again after the test, also on failure."""
-    wait_full_isr(cluster)
+    cluster.wait_for_full_isr(TOPIC, 30)
     try:
         yield cluster
     finally:
         cluster.heal()
-
-
-def wait_full_isr(cluster: Cluster) -> None:
-    def full() -> bool:
-        views = [cluster.partition_view(TOPIC, p) for p in cluster.partitions(TOPIC)]
-        return all(v.leader is not None and set(v.isr) == set(v.replicas) for v in views)
-    cluster.wait_for(full, 30, "every partition with a leader and a full ISR")
 
 
 def pids(cluster: Cluster, node: str) -> set[int]:

@@ -21,7 +21,8 @@ from typing import Any, Iterable, Mapping, Sequence
 from clusters.errors import ClusterConfigError, HostError
 from clusters.hosts import iptables
 from clusters.hosts import netns_network as network
-from clusters.hosts.base import CLUSTER_ENV, NODE_ENV, CommandResult, Host, HostSet, ProcessHandle, ProcessState
+from clusters.hosts.base import CLUSTER_ENV, NODE_ENV, CommandResult, HostSet, ProcessHandle
+from clusters.hosts.local_host import LocalHost
 from clusters.hosts.local_process import local_state, run_local, signal_local, spawn_local
 from clusters.hosts.netns_network import ClusterNetwork, NodeLink
 
@@ -32,7 +33,7 @@ KILL_WAIT_S = 10.0
 EXEC_WAIT_S = 10.0
 
 
-class NetnsHost(Host):
+class NetnsHost(LocalHost):
     def __init__(self, cluster: str, link: NodeLink, workdir: str) -> None:
         self.cluster = cluster
         self.name = link.node
@@ -58,20 +59,6 @@ class NetnsHost(Host):
         pid = spawn_local(self.name, launcher, log, marker, cwd or self.workdir)
         wait_for_exec(self.name, pid, launcher)
         return ProcessHandle(self.name, name, pid, log)
-
-    def signal(self, handle: ProcessHandle, sig: signal.Signals) -> None:
-        signal_local(handle.pid, sig)
-
-    def process_state(self, handle: ProcessHandle) -> ProcessState:
-        return local_state(handle.pid)
-
-    def put(self, local: Path, remote: str) -> None:
-        Path(remote).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(local, remote)
-
-    def get(self, remote: str, local: Path) -> None:
-        local.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(remote, local)
 
     def cut_off(self, peers: Iterable[str]) -> None:
         if not self.run(iptables.chain_ready(), check=False).ok:

@@ -8,7 +8,6 @@ and asking for one is a configuration error.
 from __future__ import annotations
 
 import random
-import shutil
 import signal
 import socket
 import sys
@@ -16,8 +15,9 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from clusters.errors import ClusterConfigError
-from clusters.hosts.base import CLUSTER_ENV, NODE_ENV, CommandResult, Host, HostSet, ProcessHandle, ProcessState
-from clusters.hosts.local_process import local_state, marked_processes, run_local, signal_local, spawn_local
+from clusters.hosts.base import CLUSTER_ENV, NODE_ENV, CommandResult, HostSet, ProcessHandle
+from clusters.hosts.local_host import LocalHost
+from clusters.hosts.local_process import marked_processes, run_local, signal_local, spawn_local
 
 BACKEND = "process"
 LOOPBACK = "127.0.0.1"
@@ -45,7 +45,7 @@ def free_port(taken: Iterable[int] = ()) -> int:
     raise ClusterConfigError(f"no free port found on {LOOPBACK} below {low}")
 
 
-class ProcessHost(Host):
+class ProcessHost(LocalHost):
     supports_partitions = False
 
     def __init__(self, cluster: str, name: str, workdir: str, ports: Mapping[str, int] | None = None,
@@ -67,20 +67,6 @@ class ProcessHost(Host):
         marker = {CLUSTER_ENV: self.cluster, NODE_ENV: self.name, **(env or {})}
         pid = spawn_local(self.name, argv, log, marker, cwd or self.workdir)
         return ProcessHandle(self.name, name, pid, log)
-
-    def signal(self, handle: ProcessHandle, sig: signal.Signals) -> None:
-        signal_local(handle.pid, sig)
-
-    def process_state(self, handle: ProcessHandle) -> ProcessState:
-        return local_state(handle.pid)
-
-    def put(self, local: Path, remote: str) -> None:
-        Path(remote).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(local, remote)
-
-    def get(self, remote: str, local: Path) -> None:
-        local.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(remote, local)
 
     def cut_off(self, peers: Iterable[str]) -> None:
         raise ClusterConfigError(NO_PARTITIONS)
