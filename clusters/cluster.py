@@ -321,6 +321,17 @@ class Cluster:
                 raise HostError(f"cluster {self.name}: gave up waiting {timeout:g}s for {what}")
             time.sleep(POLL_S * 2)
 
+    def replica_log_lines(self, timeout: float = READY_TIMEOUT_S) -> tuple[list[bytes], list[str]]:
+        """Every broker's on-disk log as final.jsonl lines, and the nodes that could not be read (why)."""
+        lines: list[bytes] = []
+        problems: list[str] = []
+        for node in self.broker_nodes:
+            try:
+                lines += self.system.replica_log_lines(self.hosts[node], timeout)
+            except HostError as e:
+                problems.append(f"{node}: {e}")
+        return lines, problems
+
     def collect_logs(self, destination: Path) -> list[Path]:
         """Every process's log copied to destination/<node>/<file>; the copies made."""
         copied = []

@@ -86,6 +86,11 @@ class System(ABC):
     def partitions(self, hosts: HostSet, topic: str, timeout: float = 5.0) -> list[int]:
         """The partition numbers of `topic`."""
 
+    @abstractmethod
+    def replica_log_lines(self, host: Host, timeout: float) -> list[bytes]:
+        """The broker's on-disk logs as final.jsonl lines (DESIGN.md §3.3 `replica` and
+        `replica-state`); read after the broker stopped. HostError when it cannot be read."""
+
     def loses_unflushed_writes_on_kill(self) -> bool:
         """Whether kill -9 drops writes not yet flushed (a power cut); False unless configured so."""
         return False
