@@ -1,0 +1,160 @@
+"""Nemesis activity as time bands: from the ops the nemesis recorded (docs/NEMESIS.md,
+"Recorded ops") to `Band`s the plots shade, one per fault from its start to its stop.
+
+Each action is an `invoke` line and an `info` line; they are paired first (an info
+without its invoke is an instant action; an invoke never answered lasts to the end of
+the history). Then faults are opened and closed:
+
+| opened by | kind | closed by |
+|---|---|---|
+| `start-partition` | partition | `stop-partition` with the same grudge (else the oldest open partition) |
+| `pause` | pause | `resume` of one of its nodes |
+| `kill`, `power-cut`, `stop` (clean) | kill, power-cut, stop | `start` of one of its nodes |
+
+A `heal` (a band of its own) closes every open fault; a fault started again on a
+node that already has one open closes the older one where its action ended (a
+history that records a kill as kill-and-restart in one action); a fault still open
+when the history ends lasts to its end. Scenarios (`leader-bounce`, `zombie`) are
+bands of kind `scenario` from their invoke to their info; their steps are faults
+like any other, marked with the scenario's name. Waits (`await-*`) are not faults.
+Any other action is a band of its own kind, from invoke to info.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+
+FAULT_STARTS = {"start-partition": "partition", "pause": "pause", "kill": "kill",
+                "power-cut": "power-cut", "stop": "stop"}
+FAULT_STOPS = {"stop-partition": ("partition",), "resume": ("pause",),
+               "start": ("kill", "power-cut", "stop")}
+SCENARIOS = ("leader-bounce", "zombie")
+HEAL = "heal"
+SCENARIO = "scenario"
+
+
+@dataclass(slots=True)
+class NemesisOp:
+    """A nemesis line of the history."""
+    index: int
+    time: int  # ns since the run started
+    type: str  # invoke or info (ok/fail are accepted too)
+    f: str
+    value: Any
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Band:
+    kind: str  # partition, pause, kill, power-cut, stop, heal, scenario, or another action's f
+    start: int  # ns since the run started
+    end: int
+    label: str  # what it was, e.g. "kill n2" or "leader-bounce fp-1"
+    scenario: str | None = None  # the scenario a step belongs to
+
+
+@dataclass(slots=True)
+class Action:
+    f: str
+    start: int
+    end: int
+    value: Any
+    error: str | None
+
+
+def pair_actions(ops: Iterable[NemesisOp], end_time: int) -> list[Action]:
+    """Invoke/info pairs, in the order the actions began."""
+    actions: list[Action] = []
+    open_by_f: dict[str, list[Action]] = {}
+    for op in ops:
+        if op.type == "invoke":
+            action = Action(op.f, op.time, end_time, op.value, None)
+            actions.append(action)
+            open_by_f.setdefault(op.f, []).append(action)
+            continue
+        waiting = open_by_f.get(op.f)
+        if waiting:
+            action = waiting.pop()  # scenario steps nest inside their scenario: last in, first out
+            action.end = op.time
+            if op.value is not None:
+                action.value = op.value
+            action.error = op.error
+        else:
+            actions.append(Action(op.f, op.time, op.time, op.value, op.error))
+    return actions
+
+
+def nemesis_bands(ops: Iterable[NemesisOp], end_time: int) -> list[Band]:
+    """The bands of a run's nemesis ops (see the module doc), ordered by start."""
+    bands: list[Band] = []
+    open_faults: list[tuple[str, Action, Any]] = []  # kind, the action that opened it, its key
+
+    def close(entry: tuple[str, Action, Any], at: int) -> None:
+        open_faults.remove(entry)
+        kind, action, key = entry
+        bands.append(Band(kind, action.start, max(at, action.start), _label(kind, key),
+                          _scenario(action.value)))
+
+    for action in pair_actions(ops, end_time):
+        f = action.f
+        if f in FAULT_STARTS:
+            kind = FAULT_STARTS[f]
+            key = _grudge(action.value) if kind == "partition" else _nodes(action.value)
+            if kind != "partition":
+                for entry in [e for e in open_faults if e[0] == kind and set(e[2]) & set(key)]:
+                    close(entry, entry[1].end)
+            open_faults.append((kind, action, key))
+        elif f in FAULT_STOPS:
+            kinds = FAULT_STOPS[f]
+            if f == "stop-partition":
+                candidates = [e for e in open_faults if e[0] == "partition"]
+                same = [e for e in candidates if e[2] == _grudge(action.value)]
+                closing = (same or candidates)[:1]
+            else:
+                nodes = set(_nodes(action.value))
+                closing = [e for e in open_faults if e[0] in kinds and set(e[2]) & nodes]
+            for entry in closing:
+                close(entry, action.end)
+        elif f == HEAL:
+            bands.append(Band(HEAL, action.start, action.end, "heal"))
+            for entry in list(open_faults):
+                close(entry, action.end)
+        elif f in SCENARIOS:
+            bands.append(Band(SCENARIO, action.start, action.end, _scenario_label(f, action.value), f))
+        elif not f.startswith("await-"):
+            bands.append(Band(f, action.start, action.end, f))
+    for entry in list(open_faults):
+        close(entry, end_time)
+    bands.sort(key=lambda band: (band.start, band.end))
+    return bands
+
+
+def _nodes(value: Any) -> list[str]:
+    nodes = value.get("nodes") if isinstance(value, dict) else None
+    return [str(n) for n in nodes] if isinstance(nodes, list) else []
+
+
+def _grudge(value: Any) -> Any:
+    return value.get("grudge") if isinstance(value, dict) else None
+
+
+def _scenario(value: Any) -> str | None:
+    name = value.get("scenario") if isinstance(value, dict) else None
+    return name if isinstance(name, str) else None
+
+
+def _label(kind: str, key: Any) -> str:
+    if kind == "partition":
+        if isinstance(key, dict) and key:
+            cut = "; ".join(f"{node} x {','.join(map(str, peers)) if isinstance(peers, list) else peers}"
+                            for node, peers in sorted(key.items()))
+            return f"partition {cut}"
+        return "partition"
+    return f"{kind} {','.join(key)}" if key else kind
+
+
+def _scenario_label(f: str, value: Any) -> str:
+    if isinstance(value, dict) and value.get("topic") is not None and value.get("partition") is not None:
+        return f"{f} {value['topic']}-{value['partition']}"
+    return f

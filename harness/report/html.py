@@ -1,0 +1,255 @@
+"""The report page, `RUN_DIR/report.html`, rendered from what the other report
+modules computed: the verdict (coloured) and why, a summary of the test and of
+its operations, the anomaly table whose example ops link into the history viewer,
+linearizability counterexamples, the plots (embedded as data: URIs, so the file
+renders on its own), the test's configuration, and links to the run's files and
+node logs (relative).
+"""
+from __future__ import annotations
+
+import base64
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from harness.report.bands import Band
+from harness.report.history_viewer import HISTORY_PAGE
+from harness.report.inputs import RunInputs, node_files, op_indices, run_files, setting
+from harness.report.page import IMAGE_CHECK_SCRIPT, esc, href, page, verdict_badge, verdict_word
+from harness.report.plots import PlotFile
+from harness.report.scan import ScannedHistory
+from harness.summary import one_line
+
+EXAMPLES_SHOWN = 3  # per anomaly in the table; the others fold away
+EXAMPLE_CHARS = 400
+
+
+def render_report(inputs: RunInputs, scan: ScannedHistory, bands: list[Band],
+                  plots: list[PlotFile]) -> str:
+    results = inputs.results or {}
+    name = setting(inputs.test, "name") or inputs.run_dir.parent.name
+    sections = [
+        _header(name, inputs, results),
+        _summary(name, inputs, scan, bands, results),
+        _anomalies(results),
+        _linearizability(results),
+        _plots(plots),
+        _config(inputs.test),
+        _files(inputs.run_dir),
+    ]
+    return page(f"{name} {inputs.run_dir.name}: {verdict_word(results.get('valid'))}",
+                "\n".join(s for s in sections if s), script=IMAGE_CHECK_SCRIPT)
+
+
+def _header(name: str, inputs: RunInputs, results: dict[str, Any]) -> str:
+    valid = results.get("valid") if inputs.results is not None else None
+    parts = [f"<h1>{esc(name)} <span class=\"muted\">{esc(inputs.run_dir.name)}</span></h1>",
+             f'<p id="verdict">verdict: {verdict_badge(valid)}</p>']
+    reasons = [str(r) for r in results.get("reasons") or []]
+    if inputs.results is None:
+        reasons.insert(0, "the run was not checked (no results.json)")
+    if reasons:
+        items = "".join(f"<li>{esc(r)}</li>" for r in reasons)
+        parts.append(f'<p>{"Why unknown" if verdict_word(valid) == "unknown" else "Also"}:</p>'
+                     f'<ul id="reasons">{items}</ul>')
+    if inputs.notes:
+        parts.append('<ul class="muted">' + "".join(f"<li>{esc(n)}</li>" for n in inputs.notes)
+                     + "</ul>")
+    return "\n".join(parts)
+
+
+def _summary(name: str, inputs: RunInputs, scan: ScannedHistory, bands: list[Band],
+             results: dict[str, Any]) -> str:
+    test = inputs.test
+    rows: list[tuple[str, str]] = [("test", esc(name)), ("run", esc(inputs.run_dir.name))]
+    for label, paths, unit in (("system", ("system",), ""), ("backend", ("backend",), ""),
+                               ("nodes", ("nodes",), ""), ("truncation", ("truncation",), ""),
+                               ("flush", ("flush",), ""), ("time limit", ("time_limit",), " s"),
+                               ("rate", ("rate",), " ops/s"), ("seed", ("seed",), "")):
+        value = setting(test, *paths)
+        if value not in (None, ""):
+            rows.append((label, esc(f"{value}{unit}")))
+    rows.append(("nemesis", esc(_nemesis_setting(test))))
+    topic = _topic_setting(test)
+    if topic:
+        rows.append(("topic", esc(topic)))
+    counts = scan.type_counts()
+    never = int((scan.complete == -1).sum()) if scan.ops else 0
+    rows.append(("operations", f'<span id="op-counts">{scan.ops:,} client ops: '
+                               f'<b>{counts["ok"]:,}</b> ok, <b>{counts["fail"]:,}</b> fail, '
+                               f'<b>{counts["info"]:,}</b> info</span>'
+                               + (f" ({never:,} never completed)" if never else "")))
+    rows.append(("by kind", _by_f_table(scan)))
+    kinds = Counter(b.kind for b in bands)
+    nemesis_text = f"{len(scan.nemesis):,} nemesis ops"
+    if kinds:
+        nemesis_text += ": " + ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items()))
+    rows.append(("nemesis activity", esc(nemesis_text)))
+    history = f"{scan.lines:,} lines"
+    if scan.unreadable:
+        history += f" ({scan.unreadable:,} could not be read)"
+    rows.append(("history", esc(history) + f' &mdash; <a href="{HISTORY_PAGE}">view</a>'))
+    checked = results.get("checked")
+    if isinstance(checked, dict):
+        rows.append(("checked", esc(f"{checked.get('ops', '?')} ops in {checked.get('partitions', '?')} "
+                                    f"partition(s) in {checked.get('seconds', '?')} s")))
+        totals = (results.get("stats") or {}).get("totals")
+        if isinstance(totals, dict) and totals:
+            rows.append(("check stats", esc(", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}"
+                                                      for k, v in totals.items()))))
+    errors, warnings = results.get("errors") or [], results.get("warnings") or []
+    if errors or warnings:
+        shown = "".join(f"<li>{esc(line)}</li>" for line in list(errors)[:5])
+        rows.append(("input problems", f"{len(errors)} error(s), {len(warnings)} warning(s) "
+                                       f"(results.json lists them)<ul>{shown}</ul>"))
+    body = "".join(f"<tr><th>{label}</th><td>{value}</td></tr>" for label, value in rows)
+    return f'<h2>Summary</h2><table id="summary">{body}</table>'
+
+
+def _nemesis_setting(test: dict[str, Any]) -> str:
+    nemesis = test.get("nemesis")
+    if isinstance(nemesis, str):
+        return nemesis or "none"
+    if not isinstance(nemesis, dict):
+        return "not given in test.json"
+    faults = str(nemesis.get("faults", "")).strip()
+    if faults in ("", "none"):
+        return "none"
+    text = faults
+    if nemesis.get("schedule"):
+        text += f"; schedule {nemesis['schedule']}"
+        if nemesis.get("schedule") != "scripted" and nemesis.get("interval") is not None:
+            text += f", every {nemesis['interval']} s"
+    return text
+
+
+def _topic_setting(test: dict[str, Any]) -> str:
+    topic = test.get("topic")
+    if isinstance(topic, dict):
+        name, partitions = topic.get("name"), topic.get("partitions")
+        rf, min_isr = topic.get("replication_factor"), topic.get("min_insync_replicas")
+    else:
+        name, partitions = topic, test.get("partitions")
+        rf, min_isr = test.get("replication_factor"), test.get("min_insync_replicas")
+    if name is None:
+        return ""
+    parts = [str(name)]
+    if partitions is not None:
+        parts.append(f"{partitions} partition(s)")
+    if rf is not None:
+        parts.append(f"replication factor {rf}")
+    if min_isr is not None:
+        parts.append(f"min.insync.replicas {min_isr}")
+    return ", ".join(parts)
+
+
+def _by_f_table(scan: ScannedHistory) -> str:
+    if not scan.ops:
+        return '<span class="muted">none</span>'
+    rows = []
+    for code, f in enumerate(scan.fs):
+        mine = scan.type[scan.f == code]
+        counts = [int((mine == t).sum()) for t in range(3)]
+        rows.append(f"<tr><td>{esc(f)}</td>" + "".join(f'<td class="num">{n:,}</td>' for n in counts)
+                    + "</tr>")
+    return ('<table id="by-f"><tr><th>f</th><th class="num">ok</th><th class="num">fail</th>'
+            f'<th class="num">info</th></tr>{"".join(rows)}</table>')
+
+
+def _anomalies(results: dict[str, Any]) -> str:
+    counts = results.get("anomaly_counts")
+    if not isinstance(counts, dict):
+        return ""
+    if not counts:
+        return '<h2>Anomalies</h2><p id="no-anomalies">No anomalies found.</p>'
+    invalid = set(results.get("invalid_anomalies") or [])
+    examples = results.get("anomalies") if isinstance(results.get("anomalies"), dict) else {}
+    order = sorted(counts, key=lambda name: (name not in invalid, name))
+    rows = []
+    for name in order:
+        items = [e for e in examples.get(name) or [] if isinstance(e, dict)]
+        shown = "".join(f"<div class=\"example\">{_example(e)}</div>" for e in items[:EXAMPLES_SHOWN])
+        if len(items) > EXAMPLES_SHOWN:
+            rest = "".join(f"<div class=\"example\">{_example(e)}</div>" for e in items[EXAMPLES_SHOWN:])
+            shown += f"<details><summary>{len(items) - EXAMPLES_SHOWN} more example(s)</summary>{rest}</details>"
+        tag = ('<span class="tag bad">makes the run invalid</span>' if name in invalid
+               else '<span class="tag">informational</span>')
+        rows.append(f'<tr class="anomaly" data-anomaly="{esc(name)}"><td><b>{esc(name)}</b><br>{tag}</td>'
+                    f'<td class="num count">{_count(counts[name])}</td><td>{shown}</td></tr>')
+    return ('<h2>Anomalies</h2><table id="anomalies"><thead><tr><th>anomaly</th>'
+            '<th class="num">count</th><th>example (ops link to the history)</th></tr></thead>'
+            f'<tbody>{"".join(rows)}</tbody></table>'
+            '<p class="muted">Exact definitions: docs/CHECKERS.md. results.json holds up to 20 '
+            "examples of each.</p>")
+
+
+def _count(n: Any) -> str:
+    return f"{n:,}" if isinstance(n, int) else esc(n)
+
+
+def _example(example: dict[str, Any]) -> str:
+    text = one_line(example, EXAMPLE_CHARS)
+    links = _op_links(example.get("ops"))
+    return f'<span class="mono">{esc(text)}</span>' + (f"<br>ops: {links}" if links else "")
+
+
+def _op_links(ops: Any) -> str:
+    """The ops of an example as links: an [invoke, completion] pair as `4–5`."""
+    if not isinstance(ops, list):
+        return ""
+    parts = []
+    for op in ops:
+        indices = op_indices(op)
+        if indices:
+            parts.append("&ndash;".join(f'<a class="op" href="{HISTORY_PAGE}#i{i}">{i}</a>'
+                                        for i in indices))
+    return ", ".join(parts)
+
+
+def _linearizability(results: dict[str, Any]) -> str:
+    linear = results.get("linearizability")
+    if not isinstance(linear, dict):
+        return ""
+    failing = [(name, item) for name, item in sorted(linear.items())
+               if isinstance(item, dict) and item.get("linearizable") is False]
+    if not failing:
+        return ""
+    rows = []
+    for name, item in failing:
+        file = item.get("counterexample_file")
+        link = f'<a href="{href(file)}">counterexample</a>' if isinstance(file, str) else "no page written"
+        rows.append(f"<tr><td>{esc(name)}</td><td>{esc(item.get('method', ''))}</td><td>{link}</td></tr>")
+    return ("<h2>Not linearizable</h2><table><tr><th>partition</th><th>method</th><th></th></tr>"
+            f"{''.join(rows)}</table>")
+
+
+def _plots(plots: list[PlotFile]) -> str:
+    figures = []
+    for plot in plots:
+        data = base64.b64encode(plot.path.read_bytes()).decode("ascii")
+        relative = f"plots/{plot.path.name}"
+        figures.append(f'<figure id="plot-{esc(plot.name)}"><img src="data:image/png;base64,{data}" '
+                       f'alt="{esc(plot.title)}"><figcaption><b>{esc(plot.title)}</b>: '
+                       f'{esc(plot.caption)} (<a href="{href(relative)}">{esc(relative)}</a>)'
+                       f"</figcaption></figure>")
+    return '<h2>Plots</h2><p class="muted">How to read them: docs/REPORT.md.</p>' + "".join(figures)
+
+
+def _config(test: dict[str, Any]) -> str:
+    if not test:
+        return '<h2>Configuration</h2><p class="muted">No test.json.</p>'
+    text = orjson.dumps(test, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS, default=str).decode()
+    return f'<h2>Configuration</h2><p class="muted">test.json</p><pre id="config">{esc(text)}</pre>'
+
+
+def _files(run_dir: Path) -> str:
+    items = [f'<li><a href="{HISTORY_PAGE}">{HISTORY_PAGE}</a> (the history viewer)</li>']
+    items += [f'<li><a href="{href(name)}">{esc(name)}</a></li>' for name in run_files(run_dir)]
+    nodes = node_files(run_dir)
+    node_items = "".join(f'<li><a class="node-log" href="{href(name)}">{esc(name)}</a></li>'
+                         for name in nodes)
+    logs = (f"<h3>Node logs</h3><ul id=\"node-logs\">{node_items}</ul>" if nodes
+            else '<p class="muted">No node logs (nodes/) in this run directory.</p>')
+    return f'<h2>Files</h2><ul id="files">{"".join(items)}</ul>{logs}'

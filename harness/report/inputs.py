@@ -1,0 +1,123 @@
+"""What the report reads besides the history, tolerantly: test.json (any subset of
+the spec's fields, or an older shape), results.json (§3.4, possibly missing: the
+run was not checked), and the files of the run directory to link to.
+
+Nothing here raises for a missing or malformed file: the report says what it
+could not read (`RunInputs.notes`) and shows the rest.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+TEST_FILE = "test.json"
+RESULTS_FILE = "results.json"
+NODES_DIR = "nodes"
+MAX_NODE_FILES = 300
+RUN_FILES = ("history.jsonl", "final.jsonl", "results.json", "test.json", "fencepost.log")
+
+
+@dataclass(slots=True)
+class RunInputs:
+    run_dir: Path
+    test: dict[str, Any]  # {} when missing or unreadable
+    results: dict[str, Any] | None  # None: not checked (or unreadable)
+    notes: list[str] = field(default_factory=list)  # what could not be read, for the page
+
+
+def load_inputs(run_dir: Path) -> RunInputs:
+    notes: list[str] = []
+    test = read_json(run_dir / TEST_FILE, notes)
+    results = read_json(run_dir / RESULTS_FILE, notes)
+    if test is not None and not isinstance(test, dict):
+        notes.append(f"{TEST_FILE} is not a JSON object; its settings are not shown")
+        test = None
+    if results is not None and not isinstance(results, dict):
+        notes.append(f"{RESULTS_FILE} is not a JSON object; the run shows as not checked")
+        results = None
+    if results is None and not (run_dir / RESULTS_FILE).exists():
+        notes.append(f"no {RESULTS_FILE}: this run was not checked; run "
+                     f"`fencepost check {run_dir}` and then the report again")
+    return RunInputs(run_dir, test or {}, results, notes)
+
+
+def read_json(path: Path, notes: list[str]) -> Any:
+    """The parsed file; None if missing (silently) or unreadable (noted)."""
+    try:
+        return orjson.loads(path.read_bytes())
+    except FileNotFoundError:
+        return None
+    except (OSError, orjson.JSONDecodeError) as e:
+        notes.append(f"{path.name} could not be read ({e}); it is left out")
+        return None
+
+
+def setting(test: dict[str, Any], *paths: str) -> Any:
+    """The first of the dotted `paths` present in test.json ("nemesis.faults"), or None.
+    A section given as a plain value answers for its own name (`"topic": "fp"`)."""
+    for path in paths:
+        node: Any = test
+        for part in path.split("."):
+            if isinstance(node, dict) and part in node:
+                node = node[part]
+            else:
+                node = None
+                break
+        if node is not None and not isinstance(node, dict):
+            return node
+    return None
+
+
+def linked_indices(results: dict[str, Any] | None) -> set[int]:
+    """History indices the anomaly examples of results.json name (their `ops`, and
+    the lines attached under `history`)."""
+    found: set[int] = set()
+    anomalies = (results or {}).get("anomalies")
+    if not isinstance(anomalies, dict):
+        return found
+    for examples in anomalies.values():
+        for example in examples if isinstance(examples, list) else ():
+            if isinstance(example, dict):
+                found.update(op_indices(example.get("ops")))
+                for line in example.get("history") or ():
+                    if isinstance(line, dict) and type(line.get("index")) is int:
+                        found.add(line["index"])
+    return found
+
+
+def op_indices(ops: Any) -> list[int]:
+    """History indices in an anomaly's `ops`: ints, nested in lists, or in dicts
+    under index / invoke_index / complete_index; in order, without repeats."""
+    found: list[int] = []
+    stack = [ops]
+    while stack:
+        item = stack.pop()
+        if type(item) is int and item >= 0:
+            found.append(item)
+        elif isinstance(item, (list, tuple)):
+            stack.extend(reversed(item))
+        elif isinstance(item, dict):
+            stack.extend(item.get(k) for k in ("complete_index", "invoke_index", "index"))
+    return list(dict.fromkeys(found))
+
+
+def node_files(run_dir: Path) -> list[str]:
+    """Files under nodes/ (paths relative to the run directory): each node's logs first."""
+    root = run_dir / NODES_DIR
+    if not root.is_dir():
+        return []
+    files = [p for p in sorted(root.rglob("*")) if p.is_file()]
+    files.sort(key=lambda p: (p.relative_to(root).parts[0], p.suffix != ".log", str(p)))
+    return [str(p.relative_to(run_dir)) for p in files[:MAX_NODE_FILES]]
+
+
+def run_files(run_dir: Path) -> list[str]:
+    """The run's own files that exist, and its counterexample pages (linear/)."""
+    present = [name for name in RUN_FILES if (run_dir / name).is_file()]
+    linear = run_dir / "linear"
+    if linear.is_dir():
+        present += [f"linear/{p.name}" for p in sorted(linear.glob("*.html"))]
+    return present

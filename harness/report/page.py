@@ -1,0 +1,84 @@
+"""What the HTML pages of fencepost share (the report, the history viewer, the run
+list of `fencepost serve`): the page frame with its inline style sheet (pages are
+self-contained: no external CSS, JS or fonts), escaping, relative links, and the
+verdict's words and colours.
+"""
+from __future__ import annotations
+
+import html
+from typing import Any
+from urllib.parse import quote
+
+REPORT_FILE = "report.html"  # in the run directory
+VERDICT_COLOURS = {"valid": "#2E7D32", "invalid": "#C62828", "unknown": "#E65100"}
+
+STYLE = """
+body { font-family: system-ui, -apple-system, "Segoe UI", Helvetica, Arial, sans-serif;
+       margin: 1.5em 2em; color: #1d1d1d; line-height: 1.4; }
+h1 { font-size: 1.5em; margin-bottom: 0.2em; }
+h2 { font-size: 1.2em; margin-top: 1.8em; border-bottom: 1px solid #ddd; padding-bottom: 0.2em; }
+table { border-collapse: collapse; margin: 0.5em 0; }
+th, td { border: 1px solid #ddd; padding: 0.25em 0.6em; text-align: left; vertical-align: top; }
+th { background: #f4f4f4; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+pre, code, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
+                   font-size: 0.88em; }
+pre { background: #f7f7f7; padding: 0.8em; overflow-x: auto; border: 1px solid #e4e4e4; }
+a { color: #1558b0; }
+.verdict { display: inline-block; padding: 0.25em 0.8em; border-radius: 0.3em; color: white;
+           font-weight: bold; letter-spacing: 0.05em; }
+.valid { background: #2E7D32; } .invalid { background: #C62828; } .unknown { background: #E65100; }
+.muted { color: #666; }
+.tag { font-size: 0.78em; padding: 0.05em 0.4em; border-radius: 0.3em; background: #eee; }
+.tag.bad { background: #fde0e0; color: #8e1b1b; }
+figure { margin: 1em 0 2em 0; }
+figure img { max-width: 100%; border: 1px solid #e4e4e4; }
+figcaption { color: #555; font-size: 0.9em; }
+tr.row-valid td.verdict-cell { background: #e5f4e6; }
+tr.row-invalid td.verdict-cell { background: #fbe3e3; }
+tr.row-unknown td.verdict-cell { background: #fff0de; }
+"""
+
+# Marks each image once the page has loaded: data-loaded="yes" when it decoded
+# (naturalWidth > 0), "no" when it did not; body gets data-images-checked.
+IMAGE_CHECK_SCRIPT = """
+window.addEventListener("load", function () {
+  for (var i = 0; i < document.images.length; i++) {
+    var img = document.images[i];
+    img.setAttribute("data-loaded", img.complete && img.naturalWidth > 0 ? "yes" : "no");
+  }
+  document.body.setAttribute("data-images-checked", "yes");
+});
+"""
+
+
+def esc(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def href(relative_path: str) -> str:
+    """A relative link to a file of the run directory, percent-encoded, escaped."""
+    return esc(quote(relative_path))
+
+
+def verdict_word(valid: Any) -> str:
+    """valid / invalid / unknown, from results.json's `valid` (anything else: unknown)."""
+    if valid is True:
+        return "valid"
+    if valid is False:
+        return "invalid"
+    return "unknown"
+
+
+def verdict_badge(valid: Any) -> str:
+    word = verdict_word(valid)
+    return f'<span class="verdict {word}" data-verdict="{word}">{word.upper()}</span>'
+
+
+def page(title: str, body: str, extra_style: str = "", script: str = "") -> str:
+    """A whole HTML document: everything inline."""
+    script_tag = f"<script>{script}</script>" if script else ""
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"<title>{esc(title)}</title><style>{STYLE}{extra_style}</style>{script_tag}</head>"
+            f"<body>\n{body}\n</body></html>\n")

@@ -1,0 +1,135 @@
+"""One pass over history.jsonl for the report: client operations as numpy arrays
+(invoke time, completion time, process, type, f), the nemesis ops, counts, and
+the few lines the history viewer shows.
+
+The file is read with the history format's own reader (`harness.history.iter_history`);
+lines it cannot validate are skipped and counted (`fencepost check` has already
+reported them in results.json). A completion is paired with the pending invoke
+of its process; an invoke never completed is an `info` op with no completion
+time (`complete == NO_TIME`).
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from harness.errors import Problems
+from harness.history import HISTORY_FILE, NEMESIS, iter_history
+from harness.report.bands import NemesisOp
+
+TYPE_NAMES = ("ok", "fail", "info")  # completion types, by their code in ScannedHistory.type
+OK, FAIL, INFO = range(3)
+NO_TIME = -1
+
+
+@dataclass(slots=True)
+class ScannedHistory:
+    """A history reduced to what the plots and pages draw. Arrays are aligned:
+    entry i is one client operation, in invoke order."""
+
+    invoke: np.ndarray  # int64 ns
+    complete: np.ndarray  # int64 ns, NO_TIME for an op never completed
+    process: np.ndarray  # int64
+    type: np.ndarray  # uint8 code into TYPE_NAMES
+    f: np.ndarray  # int16 code into fs
+    invoke_index: np.ndarray  # int64 history line of the invoke
+    fs: list[str]
+    nemesis: list[NemesisOp]
+    lines: int = 0  # lines in the file (readable or not)
+    unreadable: int = 0  # lines the reader rejected
+    first_time: int = 0
+    last_time: int = 0  # the latest time of any readable line
+    by_f_type: Counter = field(default_factory=Counter)  # (f, type) -> lines, as written
+    kept: dict[int, dict[str, Any]] = field(default_factory=dict)  # index -> line, as asked
+
+    @property
+    def ops(self) -> int:
+        return len(self.invoke)
+
+    def type_counts(self) -> dict[str, int]:
+        """Client operations by outcome (never completed ones count as info)."""
+        counts = np.bincount(self.type, minlength=len(TYPE_NAMES)) if self.ops else [0, 0, 0]
+        return {name: int(n) for name, n in zip(TYPE_NAMES, counts)}
+
+    def completed(self) -> np.ndarray:
+        """Mask of the ops that have a completion."""
+        return self.complete != NO_TIME
+
+    def latency(self) -> np.ndarray:
+        """Completion minus invoke time, ns (meaningful only where `completed()`)."""
+        return self.complete - self.invoke
+
+
+def scan_history(run_dir: Path, keep: set[int] | None = None) -> ScannedHistory:
+    """Scan `run_dir/history.jsonl` (absent: an empty history). The lines whose
+    index is in `keep` are kept whole in `kept`."""
+    path = Path(run_dir) / HISTORY_FILE
+    problems = Problems(max_kept=10)
+    keep = keep or set()
+    invoke: list[int] = []
+    complete: list[int] = []
+    process: list[int] = []
+    types: list[int] = []
+    fs: list[int] = []
+    invoke_index: list[int] = []
+    f_codes: dict[str, int] = {}
+    pending: dict[int, int] = {}  # process -> position in the lists
+    nemesis: list[NemesisOp] = []
+    by_f_type: Counter = Counter()
+    first = last = None
+    completion_code = {"ok": OK, "fail": FAIL, "info": INFO}
+    if not path.is_file():
+        return _arrays(invoke, complete, process, types, fs, invoke_index, f_codes, nemesis, 0, 0,
+                       0, 0, by_f_type, {})
+    kept: dict[int, dict[str, Any]] = {}
+    readable = 0
+    for op in iter_history(path, problems):
+        readable += 1
+        t = op.time
+        if first is None:
+            first = t
+        if last is None or t > last:
+            last = t
+        by_f_type[(op.f, op.type)] += 1
+        if op.index in keep:
+            kept[op.index] = op.to_json()
+        if op.process == NEMESIS:
+            nemesis.append(NemesisOp(op.index, t, op.type, op.f, op.value, op.error))
+            continue
+        p = op.process
+        if op.type == "invoke":
+            code = f_codes.get(op.f)
+            if code is None:
+                code = f_codes[op.f] = len(f_codes)
+            pending[p] = len(invoke)
+            invoke.append(t)
+            complete.append(NO_TIME)
+            process.append(p)
+            types.append(INFO)
+            fs.append(code)
+            invoke_index.append(op.index)
+        else:
+            at = pending.pop(p, None)
+            if at is not None:  # a completion without its invoke is skipped (check reports it)
+                complete[at] = t
+                types[at] = completion_code[op.type]
+    lines = readable + problems.error_count + problems.warning_count
+    return _arrays(invoke, complete, process, types, fs, invoke_index, f_codes, nemesis, lines,
+                   problems.error_count + problems.warning_count, first or 0, last or 0,
+                   by_f_type, kept)
+
+
+def _arrays(invoke: list[int], complete: list[int], process: list[int], types: list[int],
+            fs: list[int], invoke_index: list[int], f_codes: dict[str, int],
+            nemesis: list[NemesisOp], lines: int, unreadable: int, first: int, last: int,
+            by_f_type: Counter, kept: dict[int, dict[str, Any]]) -> ScannedHistory:
+    return ScannedHistory(
+        invoke=np.array(invoke, dtype=np.int64), complete=np.array(complete, dtype=np.int64),
+        process=np.array(process, dtype=np.int64), type=np.array(types, dtype=np.uint8),
+        f=np.array(fs, dtype=np.int16), invoke_index=np.array(invoke_index, dtype=np.int64),
+        fs=sorted(f_codes, key=f_codes.__getitem__), nemesis=nemesis, lines=lines,
+        unreadable=unreadable, first_time=first, last_time=last, by_f_type=by_f_type, kept=kept)
