@@ -1,0 +1,312 @@
+"""`fencepost serve`: an HTTP server over the results folder — the list of runs
+(newest first, coloured by verdict) and every file under the folder, nothing else.
+
+- `/` lists the runs: directories `<results>/<test>/<run>/` holding a history,
+  test.json or results.json (symlinks such as `latest` are not listed twice),
+  newest first by the timestamp that starts a run's name (else its modification
+  time), each with its verdict from results.json, its op count, its anomalies,
+  a link to its report.html and to its files.
+- Any other path is a file or folder under the results folder: files are sent
+  as they are (streamed), folders as a listing. A path with a `..` part is
+  refused (403), and so is one that resolves — symlinks followed — outside the
+  folder (403); a missing one is 404.
+
+`ResultsServer` is the stdlib's ThreadingHTTPServer: one thread per request,
+joined by `server_close()` (daemon_threads off); a connection idle for
+REQUEST_TIMEOUT s is dropped so that no request thread can hang forever.
+"""
+from __future__ import annotations
+
+import errno
+import mimetypes
+import os
+import shutil
+import socket
+import sys
+from dataclasses import dataclass, field
+from datetime import datetime
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, TextIO
+from urllib.parse import quote, unquote, urlsplit
+
+import orjson
+
+from harness.errors import BadInput
+from harness.report.page import REPORT_FILE as REPORT, esc, page, verdict_badge, verdict_word
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8080
+REQUEST_TIMEOUT = 5.0
+RUN_MARKERS = ("history.jsonl", "test.json", "results.json")
+TEXT_SUFFIXES = (".jsonl", ".log", ".txt", ".md", ".edn", ".toml", ".csv")
+ANOMALIES_LISTED = 4
+
+
+@dataclass(slots=True)
+class RunEntry:
+    test: str
+    name: str
+    relative: str  # path under the results folder, with "/"
+    started: datetime
+    valid: Any  # results.json's `valid`; None when the run was not checked
+    checked: bool
+    has_report: bool
+    ops: int | None = None
+    anomaly_counts: dict[str, int] = field(default_factory=dict)
+
+
+def find_runs(results: Path) -> list[RunEntry]:
+    """The run directories under `results` (one or two levels down), newest first."""
+    runs = []
+    for first in _subdirs(results):
+        if _is_run(first):
+            runs.append(_entry(results, first, test=""))
+            continue
+        for second in _subdirs(first):
+            if _is_run(second):
+                runs.append(_entry(results, second, test=first.name))
+    runs.sort(key=lambda run: (run.started, run.relative), reverse=True)
+    return runs
+
+
+def _subdirs(folder: Path) -> list[Path]:
+    try:
+        return [p for p in folder.iterdir() if p.is_dir() and not p.is_symlink()]
+    except OSError:
+        return []
+
+
+def _is_run(folder: Path) -> bool:
+    return any((folder / marker).is_file() for marker in RUN_MARKERS)
+
+
+def _entry(results: Path, run_dir: Path, test: str) -> RunEntry:
+    summary: dict[str, Any] | None = None
+    try:
+        loaded = orjson.loads((run_dir / "results.json").read_bytes())
+        summary = loaded if isinstance(loaded, dict) else None
+    except (OSError, orjson.JSONDecodeError):
+        pass
+    counts = (summary or {}).get("anomaly_counts")
+    checked = (summary or {}).get("checked")
+    return RunEntry(
+        test=test or "(no test name)", name=run_dir.name,
+        relative=run_dir.relative_to(results).as_posix(), started=_started(run_dir),
+        valid=(summary or {}).get("valid"), checked=summary is not None,
+        has_report=(run_dir / REPORT).is_file(),
+        ops=checked.get("ops") if isinstance(checked, dict) and type(checked.get("ops")) is int else None,
+        anomaly_counts={str(k): v for k, v in counts.items()} if isinstance(counts, dict) else {})
+
+
+def _started(run_dir: Path) -> datetime:
+    """The timestamp that begins a run's name (YYYYmmddTHHMMSS-...), else its mtime."""
+    try:
+        return datetime.strptime(run_dir.name[:15], "%Y%m%dT%H%M%S")
+    except ValueError:
+        return datetime.fromtimestamp(run_dir.stat().st_mtime)
+
+
+# --- pages --------------------------------------------------------------------------------
+
+
+def runs_page(results: Path, runs: list[RunEntry]) -> str:
+    if not runs:
+        body = (f"<h1>fencepost runs</h1><p>No runs yet in {esc(results)}: "
+                f"<code>fencepost run</code> writes them there.</p>")
+        return page("fencepost runs", body)
+    rows = []
+    for run in runs:
+        word = verdict_word(run.valid) if run.checked else "unknown"
+        verdict = verdict_badge(run.valid) if run.checked else '<span class="muted">not checked</span>'
+        link = quote(run.relative)
+        report = (f'<a class="report" href="/{esc(link)}/{REPORT}">report</a>' if run.has_report
+                  else '<span class="muted">no report</span>')
+        anomalies = ", ".join(f"{esc(name)} {n}" for name, n in
+                              sorted(run.anomaly_counts.items(), key=lambda kv: -_int(kv[1]))[:ANOMALIES_LISTED])
+        if len(run.anomaly_counts) > ANOMALIES_LISTED:
+            anomalies += ", …"
+        rows.append(f'<tr class="run row-{word}" data-run="{esc(run.relative)}" data-verdict="{word}">'
+                    f'<td class="verdict-cell">{verdict}</td><td>{esc(run.test)}</td>'
+                    f'<td><a class="files" href="/{esc(link)}/">{esc(run.name)}</a></td>'
+                    f'<td>{run.started:%Y-%m-%d %H:%M:%S}</td>'
+                    f'<td class="num">{"" if run.ops is None else f"{run.ops:,}"}</td>'
+                    f"<td>{anomalies or ('none' if run.checked else '')}</td><td>{report}</td></tr>")
+    body = (f"<h1>fencepost runs</h1><p class=\"muted\">{len(runs)} run(s) in {esc(results)}, "
+            f"newest first.</p><table id=\"runs\"><thead><tr><th>verdict</th><th>test</th><th>run</th>"
+            f'<th>started</th><th class="num">ops</th><th>anomalies</th><th></th></tr></thead>'
+            f"<tbody>{''.join(rows)}</tbody></table>")
+    return page("fencepost runs", body)
+
+
+def _int(value: Any) -> int:
+    return value if type(value) is int else 0
+
+
+def folder_page(url_path: str, folder: Path) -> str:
+    entries = []
+    try:
+        children = sorted(folder.iterdir(), key=lambda p: (not p.is_dir(), p.name))
+    except OSError as e:
+        children = []
+        entries.append(f"<li class=\"muted\">cannot list this folder: {esc(e.strerror or e)}</li>")
+    for child in children:
+        name = child.name + ("/" if child.is_dir() else "")
+        size = ""
+        if child.is_file():
+            size = f' <span class="muted">{_size(child.stat().st_size)}</span>'
+        entries.append(f'<li><a href="{esc(quote(name))}">{esc(name)}</a>{size}</li>')
+    report = (f'<p><a class="report" href="{REPORT}"><b>the report</b></a></p>'
+              if (folder / REPORT).is_file() else "")
+    body = (f'<p><a href="/">&larr; all runs</a></p><h1>{esc(url_path)}</h1>{report}'
+            f'<ul id="entries">{"".join(entries)}</ul>')
+    return page(url_path, body)
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:,} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"
+
+
+# --- the server ---------------------------------------------------------------------------
+
+
+class ResultsServer(ThreadingHTTPServer):
+    daemon_threads = False  # request threads are joined by server_close()
+
+    def __init__(self, results: Path, address: tuple[str, int], log: TextIO | None = None):
+        self.results = results.resolve()
+        self.log = log
+        super().__init__(address, ResultsHandler)
+
+    @property
+    def url(self) -> str:
+        host, port = self.server_address[:2]
+        return f"http://{host}:{port}/"
+
+
+class ResultsHandler(BaseHTTPRequestHandler):
+    server: ResultsServer
+    timeout = REQUEST_TIMEOUT
+    server_version = "fencepost-serve"
+
+    def do_GET(self) -> None:
+        self._answer(send_body=True)
+
+    def do_HEAD(self) -> None:
+        self._answer(send_body=False)
+
+    def _answer(self, send_body: bool) -> None:
+        url_path = unquote(urlsplit(self.path).path)
+        parts = url_path.split("/")
+        if "\x00" in url_path or any(part == ".." or "\\" in part for part in parts):
+            return self._refuse(HTTPStatus.FORBIDDEN, "paths outside the results folder are refused",
+                                send_body)
+        relative = [part for part in parts if part not in ("", ".")]
+        root = self.server.results
+        if not relative:
+            return self._send_html(runs_page(root, find_runs(root)), send_body)
+        target = root.joinpath(*relative)
+        try:
+            resolved = target.resolve()
+        except (OSError, RuntimeError):  # a symlink loop
+            return self._refuse(HTTPStatus.NOT_FOUND, "no such file", send_body)
+        if not resolved.is_relative_to(root):
+            return self._refuse(HTTPStatus.FORBIDDEN, "this path leads outside the results folder",
+                                send_body)
+        if resolved.is_dir():
+            if not url_path.endswith("/"):  # so that the folder's relative links work
+                self.send_response(HTTPStatus.MOVED_PERMANENTLY)
+                self.send_header("Location", quote(url_path) + "/")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            return self._send_html(folder_page(url_path, resolved), send_body)
+        if not resolved.is_file():
+            return self._refuse(HTTPStatus.NOT_FOUND, "no such file", send_body)
+        self._send_file(resolved, send_body)
+
+    def _send_file(self, path: Path, send_body: bool) -> None:
+        try:
+            file = open(path, "rb")
+        except OSError as e:
+            return self._refuse(HTTPStatus.FORBIDDEN, f"cannot read it: {e.strerror}", send_body)
+        with file:
+            self.send_response(HTTPStatus.OK)
+            self.send_header("Content-Type", content_type(path))
+            self.send_header("Content-Length", str(os.fstat(file.fileno()).st_size))
+            self.send_header("Cache-Control", "no-cache")
+            self.end_headers()
+            if send_body:
+                try:
+                    shutil.copyfileobj(file, self.wfile, 1 << 20)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the browser went away
+
+    def _send_html(self, text: str, send_body: bool, status: HTTPStatus = HTTPStatus.OK) -> None:
+        body = text.encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-cache")
+        self.end_headers()
+        if send_body:
+            self.wfile.write(body)
+
+    def _refuse(self, status: HTTPStatus, why: str, send_body: bool) -> None:
+        text = page(f"{status.value} {status.phrase}",
+                    f'<h1>{status.value} {esc(status.phrase)}</h1><p>{esc(self.path)}: {esc(why)}.</p>'
+                    f'<p><a href="/">all runs</a></p>')
+        self._send_html(text, send_body, status)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        if self.server.log is not None:
+            print(f"{self.address_string()} - {format % args}", file=self.server.log, flush=True)
+
+
+def content_type(path: Path) -> str:
+    if path.suffix in TEXT_SUFFIXES:
+        return "text/plain; charset=utf-8"
+    if path.suffix == ".json":
+        return "application/json"
+    guessed, _ = mimetypes.guess_type(path.name)
+    if guessed is None:
+        return "application/octet-stream"
+    return f"{guessed}; charset=utf-8" if guessed.startswith("text/") else guessed
+
+
+def make_server(results: Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
+                log: TextIO | None = None) -> ResultsServer:
+    """A server bound to host:port (port 0: a free one) over `results`; BadInput
+    when the folder is missing or the address cannot be used."""
+    if not results.is_dir():
+        raise BadInput(f"--results {results}: no such folder; runs are written to the results "
+                       f"folder by `fencepost run` (default ./results); give the folder that holds them")
+    try:
+        return ResultsServer(results, (host, port), log)
+    except OSError as e:
+        if e.errno == errno.EADDRINUSE:
+            raise BadInput(f"port {port} on {host} is in use (another `fencepost serve`?): stop "
+                           f"what uses it, or choose another port with --port") from None
+        if e.errno == errno.EACCES:
+            raise BadInput(f"port {port} on {host} needs privileges this user lacks: choose a port "
+                           f"above 1023 with --port") from None
+        if isinstance(e, socket.gaierror) or e.errno == errno.EADDRNOTAVAIL:
+            raise BadInput(f"--host {host}: not an address of this machine ({e.strerror or e}); "
+                           f"give one of its addresses, e.g. 127.0.0.1") from None
+        raise BadInput(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+
+
+def serve(server: ResultsServer, out: TextIO = sys.stdout) -> None:
+    """Serve until interrupted (Ctrl-C); the server is closed on the way out."""
+    print(f"serving {server.results} at {server.url} (Ctrl-C to stop)", file=out, flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
