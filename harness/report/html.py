@@ -69,7 +69,9 @@ def _summary(name: str, inputs: RunInputs, scan: ScannedHistory, bands: list[Ban
                                ("flush", ("flush",), ""), ("time limit", ("time_limit",), " s"),
                                ("rate", ("rate",), " ops/s"), ("seed", ("seed",), "")):
         value = setting(test, *paths)
-        if value not in (None, ""):
+        if value == "":  # the spec's "let fencepost choose" (docs/RUN.md)
+            rows.append((label, "(default)"))
+        elif value is not None:
             rows.append((label, esc(f"{value}{unit}")))
     rows.append(("nemesis", esc(_nemesis_setting(test))))
     topic = _topic_setting(test)
