@@ -218,6 +218,8 @@ def test_the_report_shows_verdict_summary_and_the_anomaly_with_links_into_the_hi
     for node in ("n1", "n2", "n3"):
         assert f"nodes/{node}/broker.log" in report.links
     assert any(link.startswith("linear/") for link in report.links)  # the counterexample page
+    assert re.search(r"[\d,]+ fault band\(s\), as the plots shade them", text)
+    assert re.search(r"kill n\d", text)  # a fault with its node, in the table
 
 
 @pytest.mark.integration

@@ -2,8 +2,8 @@
 modules computed: the verdict (coloured) and why, a summary of the test and of
 its operations, the anomaly table whose example ops link into the history viewer,
 linearizability counterexamples, the plots (embedded as data: URIs, so the file
-renders on its own), the test's configuration, and links to the run's files and
-node logs (relative).
+renders on its own), the faults the plots shade (a folded table), the test's
+configuration, and links to the run's files and node logs (relative).
 """
 from __future__ import annotations
 
@@ -19,11 +19,12 @@ from harness.report.history_viewer import HISTORY_PAGE
 from harness.report.inputs import RunInputs, node_files, op_indices, run_files, setting
 from harness.report.page import IMAGE_CHECK_SCRIPT, esc, href, page, verdict_badge, verdict_word
 from harness.report.plots import PlotFile
-from harness.report.scan import ScannedHistory
+from harness.report.scan import NO_TIME, ScannedHistory
 from harness.summary import one_line
 
 EXAMPLES_SHOWN = 3  # per anomaly in the table; the others fold away
 EXAMPLE_CHARS = 400
+FAULTS_LISTED = 300  # rows of the fault table; the plots show them all
 
 
 def render_report(inputs: RunInputs, scan: ScannedHistory, bands: list[Band],
@@ -36,6 +37,7 @@ def render_report(inputs: RunInputs, scan: ScannedHistory, bands: list[Band],
         _anomalies(results),
         _linearizability(results),
         _plots(plots),
+        _faults(bands),
         _config(inputs.test),
         _files(inputs.run_dir),
     ]
@@ -78,7 +80,7 @@ def _summary(name: str, inputs: RunInputs, scan: ScannedHistory, bands: list[Ban
     if topic:
         rows.append(("topic", esc(topic)))
     counts = scan.type_counts()
-    never = int((scan.complete == -1).sum()) if scan.ops else 0
+    never = int((scan.complete == NO_TIME).sum()) if scan.ops else 0
     rows.append(("operations", f'<span id="op-counts">{scan.ops:,} client ops: '
                                f'<b>{counts["ok"]:,}</b> ok, <b>{counts["fail"]:,}</b> fail, '
                                f'<b>{counts["info"]:,}</b> info</span>'
@@ -237,6 +239,24 @@ def _plots(plots: list[PlotFile]) -> str:
                        f'{esc(plot.caption)} (<a href="{href(relative)}">{esc(relative)}</a>)'
                        f"</figcaption></figure>")
     return '<h2>Plots</h2><p class="muted">How to read them: docs/REPORT.md.</p>' + "".join(figures)
+
+
+def _faults(bands: list[Band]) -> str:
+    """The nemesis bands the plots shade, as a table (folded: it can be long)."""
+    if not bands:
+        return '<h2>Faults</h2><p class="muted">No nemesis activity in the history.</p>'
+    rows = []
+    for band in bands[:FAULTS_LISTED]:
+        what = band.label + (f" (in {band.scenario})" if band.scenario and band.kind != "scenario" else "")
+        rows.append(f'<tr><td class="num">{band.start / 1e9:.3f}</td><td class="num">{band.end / 1e9:.3f}</td>'
+                    f'<td class="num">{(band.end - band.start) / 1e9:.3f}</td><td>{esc(band.kind)}</td>'
+                    f"<td>{esc(what)}</td></tr>")
+    more = (f'<p class="muted">... and {len(bands) - FAULTS_LISTED:,} more (the history has them all).</p>'
+            if len(bands) > FAULTS_LISTED else "")
+    return (f'<h2>Faults</h2><details id="faults"><summary>{len(bands):,} fault band(s), as the plots '
+            f'shade them</summary><table><tr><th class="num">from (s)</th><th class="num">to (s)</th>'
+            f'<th class="num">lasting (s)</th><th>kind</th><th>what</th></tr>{"".join(rows)}</table>'
+            f"{more}</details>")
 
 
 def _config(test: dict[str, Any]) -> str:
