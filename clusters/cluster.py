@@ -71,6 +71,7 @@ class Cluster:
            on_step: Callable[[str], None] | None = None) -> Cluster:
         """Provision, start, wait until ready. On failure everything made is removed again."""
         check_name(spec.name)
+        directory = directory.resolve()  # processes run in their own working directories
         system = system_for(spec.system, spec.system_options)
         nodes = system.node_names(spec.brokers)
         step = on_step or (lambda message: None)
@@ -92,6 +93,7 @@ class Cluster:
 
     @staticmethod
     def attach(directory: Path) -> Cluster:
+        directory = directory.resolve()
         state = load_state(directory)
         try:
             spec = ClusterSpec.from_dict(state["spec"])

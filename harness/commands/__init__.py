@@ -11,11 +11,13 @@ import importlib
 from types import ModuleType
 
 COMMANDS = (
+    "harness.commands.run",
     "harness.commands.check",
     "harness.commands.export",
     "harness.commands.cluster",
     "harness.commands.cleanup",
     "harness.commands.nemesis",
+    "harness.commands.serve",
 )
 
 

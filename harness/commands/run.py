@@ -1,0 +1,78 @@
+"""`fencepost run`: the main job — provision a cluster, drive acks=all traffic, inject
+faults, heal, read everything back, check, report (DESIGN.md §2). With no arguments:
+the own system, 3 brokers + controller, netns when root (otherwise the process backend
+with kill and pause only), nemesis kill,pause,partition, 60 s at 500 ops/s.
+Exit codes per §3.5: 0 valid, 1 invalid, 2 unknown, 254 bad spec, 255 crashed.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from harness.errors import EXIT_CRASH
+
+NAME = "run"
+HELP = "run a chaos test end to end: cluster, traffic, faults, heal, final reads, check, report"
+
+VERDICTS = {True: "valid", False: "invalid", "unknown": "unknown"}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", type=Path, metavar="FILE.toml",
+                        help="a test spec (docs/RUN.md lists its settings); flags override it")
+    parser.add_argument("--name", help="the test's name: results go to RESULTS/NAME/ (default fencepost)")
+    parser.add_argument("--system", help="what runs on the hosts (default own)")
+    parser.add_argument("--backend", help="netns, process, docker or ssh (default: netns as root, else process)")
+    parser.add_argument("--backend-option", action="append", default=[], metavar="KEY=VALUE",
+                        help="a backend setting, repeatable (e.g. subnet=10.77.3.0/24)")
+    parser.add_argument("--nodes", type=int, help="brokers (default 3)")
+    parser.add_argument("--truncation", help="hw, kip101, kip279 or kip320 (default kip320)")
+    parser.add_argument("--flush", help="the own broker's flush mode: os, fsync, lazy (default os; lazy with power-cut)")
+    parser.add_argument("--nemesis", metavar="FAULTS",
+                        help="faults, e.g. kill,pause,partition:majorities-ring, leader-bounce, zombie; none for none")
+    parser.add_argument("--nemesis-schedule", help="fixed, random (default) or scripted (script from --config)")
+    parser.add_argument("--nemesis-interval", type=float, metavar="S", help="seconds between faults (default 10)")
+    parser.add_argument("--time-limit", type=float, metavar="S", help="seconds of traffic (default 60)")
+    parser.add_argument("--rate", type=float, metavar="OPS", help="operations per second (default 500)")
+    parser.add_argument("--concurrency", type=int, metavar="N", help="producer processes (default 10)")
+    parser.add_argument("--seed", type=int, help="seed of every random choice (default 0)")
+    parser.add_argument("--results", help="the results folder (default results)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.commands.cluster import parse_backend_options
+    from harness.run.progress import Progress
+    from harness.run.runner import RunError, run_test
+    from harness.run.spec import build_spec, load_toml
+
+    config = load_toml(args.config) if args.config else {}
+    overrides = {"name": args.name, "system": args.system, "backend": args.backend, "nodes": args.nodes,
+                 "truncation": args.truncation, "flush": args.flush, "nemesis.faults": args.nemesis,
+                 "nemesis.schedule": args.nemesis_schedule, "nemesis.interval": args.nemesis_interval,
+                 "time_limit": args.time_limit, "rate": args.rate, "concurrency": args.concurrency,
+                 "seed": args.seed, "results": args.results}
+    if args.backend_option:
+        overrides["backend_options"] = {**config.get("backend_options", {}),
+                                        **parse_backend_options(args.backend_option)}
+    spec = build_spec(config, overrides)
+    for note in spec.notes:
+        print(f"fencepost run: {note}", file=sys.stderr)
+    try:
+        outcome = run_test(spec, Progress())
+    except RunError as e:
+        print(f"fencepost run: {e}", file=sys.stderr)
+        return EXIT_CRASH
+    verdict = VERDICTS.get(outcome.check.valid, str(outcome.check.valid)) if outcome.check else "unknown"
+    counts = outcome.check.results.get("anomaly_counts", {}) if outcome.check else {}
+    found = ", ".join(f"{name} {n}" for name, n in counts.items() if n)
+    print(f"verdict: {verdict}" + (f" ({found})" if found else ""))
+    for problem in outcome.problems:
+        print(f"  note: {problem}")
+    print(f"run directory: {outcome.run_dir}")
+    if outcome.report is not None:
+        print(f"report: {outcome.report}")
+    timings = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in outcome.timings.items())
+    if timings:
+        print(f"timings: {timings}")
+    return outcome.exit_code

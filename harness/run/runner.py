@@ -1,0 +1,196 @@
+"""One run, phase by phase (DESIGN.md §2): setup, main (traffic and nemesis side by
+side), heal, quiesce, final reads, teardown, check, report.
+
+Each phase has a bounded time (the spec's `timeouts`, the main phase its time limit).
+Heal always runs — on leaving the main phase normally, on an error, on Ctrl-C or
+SIGTERM (nemesis.HealGuard) — and teardown always runs once a cluster exists. The
+history is written as it happens (harness/history.py), so a run killed in any phase
+leaves every op up to the last fsync; `fencepost check RUN_DIR` answers for it.
+
+The traffic (workloads driven by the scheduler) is reached through
+harness/run/traffic.py; the report through harness/report when it is there.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from clusters.cluster import Cluster, ClusterSpec
+from clusters.errors import ClusterConfigError, HostError
+from clusters.systems.base import TopicSpec
+from harness.checking import CheckOutcome, check_run
+from harness.errors import BadInput
+from harness.history import HistoryWriter, Recorder
+from harness.run.progress import Progress, Status
+from harness.run.spec import TestSpec
+from harness.run.store import close_logger, new_run_dir, run_logger
+from harness.run.traffic import Traffic, start_traffic, write_final_reads
+
+HISTORY = "history.jsonl"
+FINAL = "final.jsonl"
+TEST = "test.json"
+MAIN_GRACE_S = 30.0  # the nemesis may finish the action in progress after the time limit
+
+
+@dataclass
+class RunOutcome:
+    run_dir: Path
+    check: CheckOutcome | None
+    report: Path | None
+    timings: dict[str, float] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    last_op_at: float | None = None  # monotonic time when the traffic stopped
+
+    @property
+    def exit_code(self) -> int:
+        return self.check.exit_code if self.check is not None else 2
+
+
+class RunError(RuntimeError):
+    """A phase failed so that the run cannot go on; the message names the phase."""
+
+
+def run_test(spec: TestSpec, progress: Progress) -> RunOutcome:
+    started = time.monotonic()
+    results = Path(spec.results)
+    run_dir = new_run_dir(results, spec.name)
+    log = run_logger(run_dir)
+    outcome = RunOutcome(run_dir, None, None)
+    (run_dir / TEST).write_bytes(orjson.dumps(spec.to_json(), option=orjson.OPT_INDENT_2))
+    log.info("run %s: %s", run_dir, orjson.dumps(spec.to_json()).decode())
+    try:
+        with HistoryWriter(run_dir / HISTORY) as writer:
+            recorder = Recorder(writer)
+            cluster = _setup(spec, run_dir, progress, log)
+            try:
+                _main_heal_and_final_reads(spec, cluster, recorder, run_dir, progress, log, outcome, started)
+            finally:
+                _teardown(cluster, run_dir, progress, log, outcome)
+        progress.phase("check")
+        outcome.check = check_run(run_dir, out=None)
+        if outcome.last_op_at is not None:
+            outcome.timings["last op to verdict"] = time.monotonic() - outcome.last_op_at
+        outcome.report = _report(run_dir, log, outcome)
+        log.info("verdict %s; timings %s; problems %s", outcome.check.valid, outcome.timings, outcome.problems)
+        return outcome
+    finally:
+        close_logger(log)
+
+
+def _setup(spec: TestSpec, run_dir: Path, progress: Progress, log: logging.Logger) -> Cluster:
+    progress.phase("setup")
+    cluster_spec = ClusterSpec(f"run-{run_dir.name[-6:]}", spec.system, spec.nodes, spec.backend,
+                               dict(spec.backend_options),
+                               {"truncation": spec.truncation, "flush": spec.flush,
+                                "min_insync_replicas": spec.topic.min_insync_replicas})
+    try:
+        cluster = Cluster.up(cluster_spec, run_dir / "cluster", timeout=spec.timeouts.setup,
+                             on_step=lambda step: log.info("setup: %s", step))
+    except ClusterConfigError as e:
+        raise BadInput(str(e)) from None
+    except HostError as e:
+        raise RunError(f"setup: the cluster did not come up: {e}") from None
+    try:
+        cluster.create_topic(TopicSpec(spec.topic.name, spec.topic.partitions, spec.topic.replication_factor),
+                             spec.timeouts.setup)
+    except BaseException:
+        _teardown(cluster, run_dir, progress, log, None)
+        raise
+    log.info("cluster up: bootstrap %s", cluster.bootstrap)
+    return cluster
+
+
+def _main_heal_and_final_reads(spec: TestSpec, cluster: Cluster, recorder: Recorder, run_dir: Path,
+                               progress: Progress, log: logging.Logger, outcome: RunOutcome,
+                               started: float) -> None:
+    from nemesis import HealGuard, Nemesis, make_schedule
+
+    try:
+        nemesis = (Nemesis(cluster, make_schedule(spec.nemesis.schedule, spec.faults, spec.nemesis.interval,
+                                                  list(spec.nemesis.script) or None),
+                           recorder, seed=spec.seed, topic=spec.topic.name, timeout=spec.timeouts.heal)
+                   if spec.faults or spec.nemesis.schedule == "scripted" else None)
+    except ClusterConfigError as e:
+        raise BadInput(str(e)) from None
+    partitions = cluster.partitions(spec.topic.name)
+    traffic = start_traffic(spec, cluster.bootstrap, recorder, partitions)
+    heal = nemesis.heal if nemesis is not None else (lambda: cluster.heal(spec.timeouts.heal))
+    with HealGuard(heal) as guard:
+        progress.phase("main")
+        main_started = time.monotonic()
+        outcome.timings["run to first op"] = main_started - started
+        worker = None
+        if nemesis is not None:
+            worker = threading.Thread(target=nemesis.run, kwargs={"duration": spec.time_limit},
+                                      name="nemesis", daemon=True)
+            worker.start()
+        progress.start(lambda: _status(traffic, nemesis, main_started, spec.time_limit))
+        try:
+            traffic.run(spec.time_limit)
+        finally:
+            progress.stop()
+            if nemesis is not None:
+                nemesis.stop()
+                worker.join(spec.timeouts.heal * 4 + MAIN_GRACE_S)
+            outcome.last_op_at = time.monotonic()
+            progress.phase("heal")
+    log.info("healed: %s", guard.result)
+    if nemesis is not None and nemesis.errors:
+        outcome.problems += [f"nemesis: {e}" for e in nemesis.errors]
+    traffic.close(spec.timeouts.final_read)
+    progress.phase("quiesce")
+    try:
+        cluster.wait_for_full_isr(spec.topic.name, spec.timeouts.quiesce)
+    except HostError as e:
+        outcome.problems.append(f"quiesce: {e}")  # the reads go on: an incomplete one makes the verdict unknown
+        log.warning("quiesce: %s", e)
+    progress.phase("final reads")
+    reads = write_final_reads(spec, cluster.bootstrap, partitions, run_dir / FINAL)
+    for node in cluster.broker_nodes:
+        try:
+            cluster.stop(node, spec.timeouts.teardown / max(1, len(cluster.broker_nodes)))
+        except HostError as e:
+            outcome.problems.append(f"stopping {node}: {e}")
+    lines, problems = cluster.replica_log_lines(spec.timeouts.final_read)
+    outcome.problems += [f"replica dump of {p}" for p in problems]
+    with open(run_dir / FINAL, "ab") as out:
+        for line in lines:
+            out.write(line + b"\n")
+    log.info("final reads: %d lines; replica lines: %d", reads, len(lines))
+
+
+def _status(traffic: Traffic, nemesis: Any, since: float, limit: float) -> Status:
+    ok, fail, info, rate = traffic.counts()
+    faults = tuple(str(f.spec) for f in nemesis.active) if nemesis is not None else ()
+    return Status("main", time.monotonic() - since, limit, ok, fail, info, rate, faults)
+
+
+def _teardown(cluster: Cluster, run_dir: Path, progress: Progress, log: logging.Logger,
+              outcome: RunOutcome | None) -> None:
+    progress.phase("teardown")
+    cluster.collect_logs(run_dir / "nodes")
+    try:
+        cluster.down()
+    except HostError as e:
+        log.error("teardown: %s", e)
+        if outcome is not None:
+            outcome.problems.append(f"teardown: {e}")
+
+
+def _report(run_dir: Path, log: logging.Logger, outcome: RunOutcome) -> Path | None:
+    try:
+        from harness.report import write_report
+    except ImportError:
+        return None
+    try:
+        return write_report(run_dir)
+    except Exception as e:  # the verdict stands without its report; say why there is none
+        log.exception("report")
+        outcome.problems.append(f"report: {type(e).__name__}: {e}")
+        return None

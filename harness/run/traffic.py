@@ -1,0 +1,67 @@
+"""The run's traffic: the spec's producer and consumer workloads (workloads/) on one
+recorder, driven by the scheduler (harness/scheduler.py) — and the final reads.
+
+`start_traffic(spec, bootstrap, recorder, partitions) -> Traffic`: `run(limit)` in
+the caller's thread, `stop()` from any thread, `counts()` for the progress line,
+`close(timeout)` when the main phase is over (sends without a delivery report by
+then are recorded `info`).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+from harness.errors import BadInput
+from harness.history import Recorder
+from harness.run.spec import TestSpec
+from harness.scheduler import Lane, Scheduler, plan_processes
+from workloads.consumer import ConsumerOptions, ConsumerWorkload
+from workloads.final_read import append_final_reads
+from workloads.producer import ProducerOptions, ProducerWorkload
+from workloads.recording import WorkloadConfigError
+
+QUIET_CLIENTS = {"log_level": 0}  # librdkafka's own log lines would interleave with the progress line
+
+
+class Traffic:
+    def __init__(self, scheduler: Scheduler) -> None:
+        self.scheduler = scheduler
+
+    def run(self, time_limit: float) -> None:
+        self.scheduler.run(time_limit)
+
+    def stop(self) -> None:
+        self.scheduler.stop()
+
+    def counts(self) -> tuple[int, int, int, float]:
+        s = self.scheduler.snapshot()
+        return s.ok, s.fail, s.info, s.ops_per_s
+
+    def close(self, timeout: float) -> None:
+        self.scheduler.close(timeout)
+
+
+def start_traffic(spec: TestSpec, bootstrap: str, recorder: Recorder, partitions: Sequence[int]) -> Traffic:
+    plan = plan_processes(spec.concurrency, spec.consumer.processes)
+    p = spec.producer
+    try:
+        producer = ProducerWorkload(
+            bootstrap, recorder, partitions, plan.producers,
+            ProducerOptions(topic=spec.topic.name, idempotent=p.idempotent, retries=p.retries,
+                            max_in_flight=p.max_in_flight, linger_ms=p.linger_ms,
+                            message_timeout_ms=p.message_timeout_ms, request_timeout_ms=p.request_timeout_ms,
+                            partition_choice=p.partition_choice, librdkafka=QUIET_CLIENTS),
+            seed=spec.seed)
+        lanes = [Lane(producer, spec.rate)]
+        if spec.consumer.processes:
+            options = ConsumerOptions(topic=spec.topic.name, mode=spec.consumer.mode, librdkafka=QUIET_CLIENTS)
+            consumer = ConsumerWorkload(bootstrap, recorder, partitions, plan.consumers, options)
+            lanes.append(Lane(consumer, consumer.poll_rate))
+    except WorkloadConfigError as e:
+        raise BadInput(str(e)) from None
+    return Traffic(Scheduler(lanes, seed=spec.seed))
+
+
+def write_final_reads(spec: TestSpec, bootstrap: str, partitions: Sequence[int], path: Path) -> int:
+    return append_final_reads(path, bootstrap, spec.topic.name, partitions, spec.timeouts.final_read,
+                              QUIET_CLIENTS)
