@@ -228,11 +228,9 @@ class Scheduler:
         self._stop.set()
 
     def close(self, timeout: float) -> Snapshot:
-        """Wait up to `timeout` seconds for the operations in flight, then close every
-        workload (what is still in flight is completed `info` there)."""
+        """Close every workload, in lane order, within `timeout` seconds together: each waits
+        for its operations in flight and completes those still without an answer `info`."""
         deadline = self._clock() + timeout
-        while any(s.lane.workload.pending for s in self._lanes) and (left := deadline - self._clock()) > 0:
-            self._wait(left)
         for state in self._lanes:
             state.lane.workload.close(max(0.0, deadline - self._clock()))
         return self.snapshot()

@@ -236,7 +236,7 @@ class ProducerWorkload:
         deadline = time.monotonic() + timeout
         while self._in_flight and (left := deadline - time.monotonic()) > 0:
             self._producer.poll(min(left, CLOSE_POLL_S))
-        self._abandon(self._producer, f"no delivery report within {timeout:g}s of closing the producer")
+        self._abandon(self._producer, f"no delivery report within {round(timeout, 1):g}s of closing the producer")
         self._producer = None  # freed (librdkafka destroyed) with the last reference, now
 
 

@@ -1,0 +1,134 @@
+"""Benchmark of the recorded producer workload against a bare producer, on one own cluster.
+
+One own-system cluster (3 brokers + controller, process backend, flush os,
+kip320), topic `fp` with 3 partitions, RF 3, min.insync.replicas 2. For each
+--concurrency C:
+(a) the harness: `workloads.producer.ProducerWorkload` with C logical processes
+    driven by `harness.scheduler.Scheduler` at an unlimited rate for --seconds,
+    every send recorded (invoke + completion) in a real history.jsonl; the
+    recorded throughput is completed sends / seconds until the last completion;
+(b) bare: one confluent-kafka producer with the same settings sends the same
+    number of messages (values of the same form, partitions round-robin) as fast
+    as librdkafka takes them; seconds until the last is acked (no recording, no
+    bound on messages in flight).
+Prints both, the ratio (a)/(b), and the history's size. Asserts nothing.
+Targets: ratio >= 0.75 and >= 5,000 recorded ops/s.
+
+Run: python bench/workload_bench.py [--concurrency 100 300 1000] [--seconds 10]
+       [--linger-ms 0] [--max-in-flight 1] [--keep]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from confluent_kafka import Producer  # noqa: E402
+
+from clusters.cluster import Cluster, ClusterSpec  # noqa: E402
+from clusters.systems.base import TopicSpec  # noqa: E402
+from harness.history import HistoryWriter, Recorder  # noqa: E402
+from harness.scheduler import Lane, Scheduler, plan_processes  # noqa: E402
+from workloads.producer import ProducerOptions, ProducerWorkload  # noqa: E402
+
+TOPIC = "fp"
+CLOSE_TIMEOUT_S = 60.0
+
+
+def recorded_run(bootstrap: str, partitions: list[int], options: ProducerOptions, concurrency: int,
+                 seconds: float, run_dir: Path) -> tuple[int, float, int]:
+    """(sends completed ok, seconds from the first invoke to the last completion, history bytes)."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    history = run_dir / "history.jsonl"
+    with HistoryWriter(history) as writer:
+        producer = ProducerWorkload(bootstrap, Recorder(writer), partitions,
+                                    plan_processes(concurrency, 0).producers, options)
+        scheduler = Scheduler([Lane(producer, None)])
+        started = time.perf_counter()
+        scheduler.run(seconds)
+        snapshot = scheduler.close(CLOSE_TIMEOUT_S)
+        elapsed = time.perf_counter() - started
+    if snapshot.fail or snapshot.info:
+        print(f"  note: {snapshot.fail} fail and {snapshot.info} info completions", file=sys.stderr)
+    return snapshot.ok, elapsed, history.stat().st_size
+
+
+def bare_run(bootstrap: str, partitions: list[int], options: ProducerOptions, count: int,
+             in_flight: int | None = None) -> float:
+    """Seconds for a bare producer (the workload's settings) to have `count` messages acked;
+    `in_flight`: the most messages it holds unacked at once (None: no bound)."""
+    producer = Producer(options.config(bootstrap, count))
+    failures: list[object] = []
+    unacked = [0]
+
+    def report(err: object, _message: object) -> None:
+        unacked[0] -= 1
+        if err is not None:
+            failures.append(err)
+
+    bound = count if in_flight is None else in_flight
+    n = len(partitions)
+    started = time.perf_counter()
+    for i in range(count):
+        while unacked[0] >= bound:
+            producer.poll(0.01)
+        value = f"{i % 1000}-{i}".encode()
+        while True:
+            try:
+                producer.produce(TOPIC, value, partition=partitions[i % n], on_delivery=report)
+                break
+            except BufferError:
+                producer.poll(0.001)
+        unacked[0] += 1
+        producer.poll(0)
+    left = producer.flush(CLOSE_TIMEOUT_S)
+    elapsed = time.perf_counter() - started
+    producer.close()
+    if left or failures:
+        raise SystemExit(f"bare producer: {left} left unacked, {len(failures)} errors, e.g. {failures[:1]}")
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[100, 300, 1000])
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--linger-ms", type=int, default=0)
+    parser.add_argument("--max-in-flight", type=int, default=1)
+    parser.add_argument("--keep", action="store_true", help="keep the cluster's and the runs' directory")
+    args = parser.parse_args()
+    options = ProducerOptions(topic=TOPIC, linger_ms=args.linger_ms, max_in_flight=args.max_in_flight)
+    directory = Path(tempfile.mkdtemp(prefix="fp-workload-bench-"))
+    cluster = Cluster.up(ClusterSpec(f"fp-wlbench-{os.urandom(2).hex()}", backend="process"), directory / "cluster")
+    try:
+        cluster.create_topic(TopicSpec(TOPIC))
+        partitions = cluster.partitions(TOPIC)
+        bare_run(cluster.bootstrap, partitions, options, 1000)  # connections and metadata warmed up
+        print(f"own cluster, 3 brokers, RF 3, acks=all, {len(partitions)} partitions; "
+              f"linger.ms {args.linger_ms}, max.in.flight {args.max_in_flight}, not idempotent, retries 0")
+        print(f"{'concurrency':>11}  {'recorded ops/s':>14}  {'bare, C in flight':>17}  {'ratio':>5}  "
+              f"{'bare, unbounded':>15}  {'ratio':>5}  {'sends':>7}  {'history MB':>10}")
+        for concurrency in args.concurrency:
+            ok, elapsed, size = recorded_run(cluster.bootstrap, partitions, options, concurrency, args.seconds,
+                                             directory / f"run-{concurrency}")
+            recorded = ok / elapsed
+            bounded = ok / bare_run(cluster.bootstrap, partitions, options, ok, concurrency)
+            unbounded = ok / bare_run(cluster.bootstrap, partitions, options, ok)
+            print(f"{concurrency:>11}  {recorded:>14,.0f}  {bounded:>17,.0f}  {recorded / bounded:>5.2f}  "
+                  f"{unbounded:>15,.0f}  {recorded / unbounded:>5.2f}  {ok:>7}  {size / 1e6:>10.1f}", flush=True)
+    finally:
+        cluster.down()
+        if args.keep:
+            print(f"kept {directory}")
+        else:
+            shutil.rmtree(directory, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,88 @@
+"""The final read against a real own cluster (3 brokers, RF 3, process backend): every
+partition read from 0 to its high watermark in offset order with leader epochs, a
+`read-state` per partition (complete, end offset), appended to final.jsonl after
+what is there; with every broker paused it gives up within its time and says why,
+`complete: false`."""
+from __future__ import annotations
+
+import os
+
+import orjson
+import pytest
+from confluent_kafka import Producer
+
+from clusters.cluster import Cluster, ClusterSpec
+from clusters.systems.base import TopicSpec
+from workloads.final_read import append_final_reads, final_read_lines
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+QUIET = {"log_level": 0}
+TOPIC = "read"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    made = Cluster.up(ClusterSpec("fp-final-read-" + os.urandom(2).hex(), backend="process"),
+                      tmp_path_factory.mktemp("workloads-final-read"))
+    try:
+        made.create_topic(TopicSpec(TOPIC))
+        made.wait_for_full_isr(TOPIC, 30)
+        yield made
+    finally:
+        made.down()
+
+
+@pytest.fixture(scope="module")
+def written(cluster) -> dict[int, dict[int, str]]:
+    """Acked values by partition and offset: 300 in partition 0, 5 in partition 1, none in 2."""
+    acked: dict[int, dict[int, str]] = {0: {}, 1: {}, 2: {}}
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", **QUIET})
+    for partition, count in ((0, 300), (1, 5)):
+        for i in range(count):
+            producer.produce(TOPIC, f"{partition}-{i}".encode(), partition=partition,
+                             on_delivery=lambda err, m: err is None and acked[m.partition()].__setitem__(
+                                 m.offset(), m.value().decode()))
+    assert producer.flush(30) == 0
+    assert [len(acked[p]) for p in (0, 1, 2)] == [300, 5, 0]
+    return acked
+
+
+def test_every_partition_is_read_to_its_end_in_offset_order(cluster, written):
+    lines = final_read_lines(cluster.bootstrap, TOPIC, [0, 1, 2], timeout_s=30, librdkafka=QUIET)
+    by_partition: dict[int, list[dict]] = {0: [], 1: [], 2: []}
+    for line in lines:
+        by_partition[line["partition"]].append(line)
+    for partition, acked in written.items():
+        *reads, state = by_partition[partition]
+        assert state == {"kind": "read-state", "topic": TOPIC, "partition": partition, "complete": True,
+                         "end_offset": len(acked)}
+        assert [(r["offset"], r["value"]) for r in reads] == sorted(acked.items())
+        assert all(r["kind"] == "read" and r["topic"] == TOPIC and type(r["leader_epoch"]) is int for r in reads)
+    # partition by partition, in the order asked
+    assert [line["partition"] for line in lines if line["kind"] == "read-state"] == [0, 1, 2]
+
+
+def test_the_lines_are_appended_to_final_jsonl(cluster, written, tmp_path):
+    final = tmp_path / "final.jsonl"
+    final.write_bytes(b'{"kind":"replica-state","note":"already there"}\n')
+    count = append_final_reads(final, cluster.bootstrap, TOPIC, [2, 1], timeout_s=30, librdkafka=QUIET)
+    lines = [orjson.loads(raw) for raw in final.read_bytes().splitlines()]
+    assert count == len(lines) - 1 == 5 + 2
+    assert lines[0]["note"] == "already there"
+    assert [(line["kind"], line["partition"]) for line in lines[1:3]] == [("read-state", 2), ("read", 1)]
+
+
+@pytest.mark.timeout(120)
+def test_with_every_broker_paused_the_read_gives_up_in_time_and_says_so(cluster, written):
+    for node in cluster.broker_nodes:
+        cluster.pause(node)
+    try:
+        lines = final_read_lines(cluster.bootstrap, TOPIC, [0, 1], timeout_s=4, librdkafka=QUIET)
+    finally:
+        for node in cluster.broker_nodes:
+            cluster.resume(node)
+    assert [line["kind"] for line in lines] == ["read-state", "read-state"]
+    for line in lines:
+        assert line["complete"] is False and line["end_offset"] is None
+        assert line["error"].startswith("no high watermark from the leader: ")
