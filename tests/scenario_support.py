@@ -23,6 +23,8 @@ HistoryWriter and its Recorder, a producer and a consumer:
 The module-level helpers (`send_values`, `final_read`, `dump_replica`,
 `write_final`, `write_test`) serve tests that run a single broker without a
 LocalCluster. `anomaly_names(outcome)` is the set of anomalies found.
+The ok/fail/info rule of a delivery report and the final read are the
+production ones (workloads/outcomes.py, workloads/final_read.py).
 """
 from __future__ import annotations
 
@@ -38,6 +40,8 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from harness.checking import CheckOutcome, check_run
 from harness.history import HistoryWriter, InvokeHandle, Recorder
+from workloads.final_read import final_read_lines
+from workloads.outcomes import DEFINITE_PRODUCE_ERRORS, delivery_type
 
 if TYPE_CHECKING:
     from tests.local_cluster import LocalCluster
@@ -45,20 +49,12 @@ if TYPE_CHECKING:
 SEND_PROCESS = 0
 POLL_PROCESS = 1
 UNACKED_FIRST_PROCESS = 100  # one process id per unacked message in flight, from here up
-FINAL_READ_ROUNDS = 200
+FINAL_READ_TIMEOUT_S = 100.0
 QUIESCE_TIMEOUT_S = 20.0
 LEADER_TIMEOUT_S = 30.0
 
-# Produce errors after which the broker surely did not append the batch (it checks
-# them before appending). Only definite when the producer did not retry.
-# NOT_LEADER_OR_FOLLOWER is not among them: a leader that loses its leadership while
-# an acks=all batch waits for replication answers it after the append (Kafka's
-# DelayedProduce does the same), and the batch may survive on the new leader.
-DEFINITE_PRODUCE_ERRORS = frozenset((
-    KafkaError.NOT_ENOUGH_REPLICAS,
-    KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC,
-    KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.INVALID_REQUIRED_ACKS,
-))
+__all__ = ["DEFINITE_PRODUCE_ERRORS", "ScenarioRun", "SendOutcome", "anomaly_names", "classify", "dump_replica",
+           "final_read", "send_values", "write_final", "write_test"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,12 +68,11 @@ class SendOutcome:
 
 def classify(err: KafkaError | None, msg: Any, invoke: dict[str, Any], definite_failures: bool
              ) -> tuple[str, dict[str, Any], str | None]:
-    """(completion type, completion value, error) of a delivery report."""
-    if err is None:
+    """(completion type, completion value, error) of a delivery report (workloads/outcomes.py)."""
+    kind = delivery_type(err, definite_failures)
+    if kind == "ok":
         return "ok", {**invoke, "offset": msg.offset(), "leader_epoch": msg.leader_epoch()}, None
-    if definite_failures and err.code() in DEFINITE_PRODUCE_ERRORS:
-        return "fail", invoke, str(err)
-    return "info", invoke, str(err)
+    return kind, invoke, str(err)
 
 
 def _outcome(kind: str, value: dict[str, Any], error: str | None) -> SendOutcome:
@@ -117,36 +112,11 @@ def send_values(recorder: Recorder, producer: Producer, topic: str, values: Iter
 
 
 def final_read(bootstrap: str, topic: str, partitions: Iterable[int] = (0,),
-               watermark_timeout_s: float = 10.0) -> list[dict[str, Any]]:
+               timeout_s: float = FINAL_READ_TIMEOUT_S) -> list[dict[str, Any]]:
     """A fresh consumer reads each partition from 0 to its high watermark: `read`
-    lines, then a `read-state` line saying whether it reached the end."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "final-read", "enable.auto.commit": False})
-    lines: list[dict[str, Any]] = []
-    try:
-        for partition in partitions:
-            try:
-                _, end = consumer.get_watermark_offsets(TopicPartition(topic, partition),
-                                                        timeout=watermark_timeout_s)
-            except Exception as e:  # KafkaException: the leader did not answer
-                lines.append({"kind": "read-state", "topic": topic, "partition": partition, "complete": False,
-                              "error": f"no high watermark: {e}"})
-                continue
-            consumer.assign([TopicPartition(topic, partition, 0)])
-            position = 0
-            for _ in range(FINAL_READ_ROUNDS):
-                if position >= end:
-                    break
-                for m in consumer.consume(num_messages=500, timeout=0.5):
-                    if m.error() is None and m.partition() == partition:
-                        lines.append({"kind": "read", "topic": topic, "partition": partition,
-                                      "offset": m.offset(), "value": m.value().decode(),
-                                      "leader_epoch": m.leader_epoch()})
-                        position = m.offset() + 1
-            lines.append({"kind": "read-state", "topic": topic, "partition": partition,
-                          "complete": position >= end})
-        return lines
-    finally:
-        consumer.close()
+    lines, then a `read-state` line saying whether it reached the end (the
+    production final read, workloads/final_read.py)."""
+    return final_read_lines(bootstrap, topic, partitions, timeout_s)
 
 
 def dump_replica(data_dir: Path, node: str) -> list[bytes]:
