@@ -1,1 +1,13 @@
-"""Clients: acks=all producers, consumers, final reads."""
+"""Clients: acks=all producers, consumers, final reads (docs/WORKLOADS.md).
+
+- `ProducerWorkload(bootstrap, recorder, partitions, processes, ProducerOptions(...), seed=)`
+  (producer.py) — one process per send in flight; ok/fail/info by outcomes.py
+- `ConsumerWorkload(bootstrap, recorder, partitions, processes, ConsumerOptions(...))`
+  (consumer.py) — assign or subscribe; every poll and position change recorded
+- `final_read_lines(...)`, `append_final_reads(path, ...)` (final_read.py)
+- `ClientRecorder`, `Done`, `WorkloadConfigError` (recording.py); messages.py turns a
+  consumed message into a record
+
+Workloads get their recorder from the harness and never import it (DESIGN.md §1);
+`harness/scheduler.py` drives them.
+"""

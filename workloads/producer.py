@@ -190,7 +190,7 @@ class ProducerWorkload:
             return
         send.finished = True
         del self._in_flight[send.process]
-        kind = delivery_type(err, self._definite)
+        kind = "ok" if err is None else delivery_type(err, self._definite)
         if kind == "ok":
             offset = message.offset()
             if offset < 0:  # librdkafka acked it without an offset: nothing to check it against
