@@ -112,6 +112,7 @@ def test_a_cut_controller_link_fences_the_broker_which_still_serves_clients_unti
         assert sorted(cluster.wait_for_isr("fp", 0).isr) == [1, 2, 3]
 
 
+@pytest.mark.slow
 def test_the_controller_restarts_on_its_port_with_its_state_and_the_brokers_rejoin(tmp_path):
     with LocalCluster(tmp_path, session_timeout_ms=SESSION_MS) as cluster:
         topic = cluster.create_topic("fp", replication_factor=3)

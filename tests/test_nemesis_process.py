@@ -20,7 +20,7 @@ from harness.history import HistoryWriter, Recorder, iter_history
 from nemesis import (HealGuard, MemoryRecorder, Nemesis, ScriptedSchedule, check_fault, heal_cluster,
                      make_schedule, parse_fault, start_fault)
 
-pytestmark = [pytest.mark.integration]
+pytestmark = [pytest.mark.integration, pytest.mark.slow]  # a shared cluster and real faults: seconds per test
 
 TOPIC = "fp"
 
