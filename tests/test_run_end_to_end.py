@@ -56,3 +56,36 @@ def test_leader_bounce_loses_writes_only_without_leader_epochs(tmp_path, truncat
     results = orjson.loads((run_dir / "results.json").read_bytes())
     if verdict == "invalid":
         assert results["anomaly_counts"].get("lost-write", 0) > 0, results["anomaly_counts"]
+
+
+def test_sigterm_mid_run_heals_tears_down_and_leaves_a_checkable_history(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from clusters.hosts.local_process import marked_processes
+
+    if os.geteuid() != 0:
+        pytest.skip("the netns backend needs root")
+    harness = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "--time-limit", "120", "--name", "term",
+                                "--nemesis-interval", "2", "--backend-option", "subnet=10.77.63.0/24"],
+                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
+    history_file = tmp_path / "results" / "term" / "latest" / "history.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not (history_file.exists() and history_file.stat().st_size > 100_000):
+        time.sleep(0.2)
+    harness.send_signal(signal.SIGTERM)
+    output = harness.communicate(timeout=180)[0]
+    assert harness.returncode == 130, output
+    assert "teardown" in output
+    run_dir = history_file.parent.resolve()
+    cluster_name = f"run-{run_dir.name[-6:]}"
+    assert cluster_name not in marked_processes().values()
+    assert not [ns for ns in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
+                if ns.startswith(f"fp-{cluster_name}")]
+    ops = history(run_dir)
+    assert any(op["process"] == "nemesis" and op["f"] == "heal" and op["type"] == "info" for op in ops)
+    check = fencepost(tmp_path, "check", str(run_dir))
+    assert check.returncode == 2 and "final.jsonl" in check.stdout + check.stderr

@@ -27,6 +27,7 @@ from clusters.systems.base import TopicSpec
 from harness.checking import CheckOutcome, check_run
 from harness.errors import BadInput
 from harness.history import HistoryWriter, Recorder
+from harness.interrupts import sigterm_as_interrupt
 from harness.run.progress import Progress, Status
 from harness.run.spec import TestSpec
 from harness.run.store import close_logger, new_run_dir, run_logger
@@ -57,6 +58,12 @@ class RunError(RuntimeError):
 
 
 def run_test(spec: TestSpec, progress: Progress) -> RunOutcome:
+    """The whole run. SIGTERM is taken as Ctrl-C (KeyboardInterrupt) so that heal and teardown run."""
+    with sigterm_as_interrupt():
+        return _run_test(spec, progress)
+
+
+def _run_test(spec: TestSpec, progress: Progress) -> RunOutcome:
     started = time.monotonic()
     results = Path(spec.results)
     run_dir = new_run_dir(results, spec.name)
