@@ -138,7 +138,7 @@ def _attach_ops(history: Path, examples: dict[str, list[dict[str, Any]]]) -> Non
     named: list[tuple[dict[str, Any], list[int]]] = []
     for items in examples.values():
         for example in items:
-            indices = sorted(set(_indices(example.get("ops"))))[:OPS_PER_EXAMPLE]
+            indices = sorted(op_indices(example.get("ops")))[:OPS_PER_EXAMPLE]
             if indices:
                 named.append((example, indices))
                 for i in indices:
@@ -150,9 +150,9 @@ def _attach_ops(history: Path, examples: dict[str, list[dict[str, Any]]]) -> Non
         example["history"] = [lines[i] for i in indices if i in lines]
 
 
-def _indices(ops: Any) -> list[int]:
-    """History indices in an anomaly's `ops`: ints, possibly nested in lists or
-    in dicts (under index / invoke_index / complete_index)."""
+def op_indices(ops: Any) -> list[int]:
+    """History indices in an anomaly's `ops`: ints, nested in lists, or in dicts
+    under index / invoke_index / complete_index; in order, without repeats."""
     found: list[int] = []
     stack = [ops]
     while stack:
@@ -160,10 +160,10 @@ def _indices(ops: Any) -> list[int]:
         if type(item) is int and item >= 0:
             found.append(item)
         elif isinstance(item, (list, tuple)):
-            stack.extend(item)
+            stack.extend(reversed(item))
         elif isinstance(item, dict):
-            stack.extend(item.get(k) for k in ("index", "invoke_index", "complete_index"))
-    return found
+            stack.extend(item.get(k) for k in ("complete_index", "invoke_index", "index"))
+    return list(dict.fromkeys(found))
 
 
 def _totals(stats: Any) -> dict[str, int]:

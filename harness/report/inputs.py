@@ -13,6 +13,8 @@ from typing import Any
 
 import orjson
 
+from harness.summary import op_indices
+
 TEST_FILE = "test.json"
 RESULTS_FILE = "results.json"
 NODES_DIR = "nodes"
@@ -86,22 +88,6 @@ def linked_indices(results: dict[str, Any] | None) -> set[int]:
                     if isinstance(line, dict) and type(line.get("index")) is int:
                         found.add(line["index"])
     return found
-
-
-def op_indices(ops: Any) -> list[int]:
-    """History indices in an anomaly's `ops`: ints, nested in lists, or in dicts
-    under index / invoke_index / complete_index; in order, without repeats."""
-    found: list[int] = []
-    stack = [ops]
-    while stack:
-        item = stack.pop()
-        if type(item) is int and item >= 0:
-            found.append(item)
-        elif isinstance(item, (list, tuple)):
-            stack.extend(reversed(item))
-        elif isinstance(item, dict):
-            stack.extend(item.get(k) for k in ("complete_index", "invoke_index", "index"))
-    return list(dict.fromkeys(found))
 
 
 def node_files(run_dir: Path) -> list[str]:
