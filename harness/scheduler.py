@@ -188,10 +188,15 @@ class Scheduler:
         return self.snapshot()
 
     def _issue(self, state: _LaneState, now: float) -> None:
+        """Begin the lane's due operations, at most one per process free now: an operation
+        that completes inside `begin` frees its process for the next pass, after the
+        clock and the stop event were looked at again."""
         free = state.free
         begin = state.lane.workload.begin
         done = state.done
-        while free and state.next_due <= now:
+        for _ in range(len(free)):
+            if state.next_due > now:
+                return
             # Debt older than CATCH_UP_S is forgiven: no burst after all processes were busy.
             state.next_due = max(state.next_due, now - CATCH_UP_S) + state.gap()
             state.invoked += 1

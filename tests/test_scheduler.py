@@ -211,3 +211,11 @@ def test_refusals_name_what_is_wrong():
         Scheduler([Lane(work, 10), Lane(SimWorkload(clock, [1, 2], latency=0), 10)])
     with pytest.raises(ValueError, match="at least one lane"):
         Scheduler([])
+
+
+def test_ops_that_complete_at_once_at_an_unlimited_rate_still_end_at_the_time_limit():
+    clock = SimClock()
+    work = SimWorkload(clock, range(3), latency=0)  # done inside begin: a process is never busy
+    work.on_begin = lambda n: clock.sleep(0.001)  # each op takes a simulated millisecond
+    snapshot = scheduler(clock, Lane(work, None)).run(2)
+    assert 1990 <= snapshot.invoked <= 2010 and snapshot.ok == snapshot.invoked

@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import KafkaError
 
-from workloads.consumer import ConsumerOptions
+from harness.history import HistoryWriter, Recorder
+from workloads.consumer import ConsumerOptions, ConsumerWorkload
 from workloads.outcomes import delivery_type, has_definite_failures
-from workloads.producer import ProducerOptions
+from workloads.producer import ProducerOptions, ProducerWorkload
 from workloads.recording import WorkloadConfigError
 
 
@@ -77,3 +78,15 @@ def test_delivery_errors(code, definite, expected):
 
 def test_a_delivery_without_error_is_ok():
     assert delivery_type(None, True) == delivery_type(None, False) == "ok"
+
+
+def test_settings_librdkafka_refuses_are_refused_when_the_workload_is_built(tmp_path):
+    recorder = Recorder(HistoryWriter(tmp_path / "history.jsonl"))  # never written: nothing runs
+    with pytest.raises(WorkloadConfigError, match="librdkafka refused the producer settings .*no.such.setting"):
+        ProducerWorkload("127.0.0.1:9", recorder, [0], [0], ProducerOptions(librdkafka={"no.such.setting": 1}))
+    with pytest.raises(WorkloadConfigError, match="librdkafka refused the consumer settings .*no.such.setting"):
+        ConsumerWorkload("127.0.0.1:9", recorder, [0], [1000], ConsumerOptions(librdkafka={"no.such.setting": 1}))
+    with pytest.raises(WorkloadConfigError, match="partition_choice 'key' needs every partition"):
+        ProducerWorkload("127.0.0.1:9", recorder, [1, 2], [0], ProducerOptions(partition_choice="key"))
+    with pytest.raises(WorkloadConfigError, match="process ids repeat"):
+        ProducerWorkload("127.0.0.1:9", recorder, [0], [3, 3])

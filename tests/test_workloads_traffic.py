@@ -234,3 +234,20 @@ def test_sends_refused_for_want_of_replicas_are_fail(cluster, tmp_path):
     cluster.wait_for_full_isr(topic, 60)
     outcome = finish(cluster, tmp_path, topic)
     assert outcome.valid is True, outcome.results["anomaly_counts"]
+
+
+def test_sends_produce_refuses_are_fail_and_never_written(cluster, tmp_path):
+    topic = "crowded"
+    new_topic(cluster, topic)
+    # room for one message in librdkafka's queue, twenty processes: most produce() calls are refused
+    drive(cluster, tmp_path, topic, rate=None, seconds=1, concurrency=20, consumers=0,
+          producer=ProducerOptions(topic=topic, librdkafka={**QUIET, "queue.buffering.max.messages": 1}))
+    sends = [(i, c) for i, c in completions(history(tmp_path)) if i["f"] == "send"]
+    refused = [c for _, c in sends if c["type"] == "fail"]
+    assert refused and all(c["error"] == "produce() refused it: BufferError: Local: Queue full" for c in refused)
+    assert any(c["type"] == "ok" for _, c in sends)
+    outcome = finish(cluster, tmp_path, topic)
+    assert outcome.valid is True, outcome.results["anomaly_counts"]
+    final = {orjson.loads(line)["value"] for line in (tmp_path / "final.jsonl").read_bytes().splitlines()
+             if orjson.loads(line)["kind"] == "read"}
+    assert not final & {c["value"]["value"] for c in refused}
