@@ -191,7 +191,7 @@ def test_sends_still_pending_at_close_are_info(cluster, tmp_path):
 def test_a_leader_killed_mid_run_leaves_unknown_sends_and_a_valid_history(cluster, tmp_path):
     topic = "killed"
     new_topic(cluster, topic)
-    drive(cluster, tmp_path, topic, rate=150, seconds=6, concurrency=20, consumers=1,
+    drive(cluster, tmp_path, topic, rate=150, seconds=8, concurrency=20, consumers=1,
           during=lambda recorder: start_fault(cluster, "kill:leader", recorder, topic=topic, partition=1),
           producer=ProducerOptions(topic=topic, message_timeout_ms=3000, request_timeout_ms=2000,
                                    librdkafka=QUIET))
