@@ -183,7 +183,10 @@ class HistoryWriter:
                 line.update(extra)
             os.write(self._fd, orjson.dumps(line) + b"\n")
             self._next_index += 1
-        self._dirty.set()
+        # The flusher clears the flag before it fsyncs, so a line written while the flag
+        # is still set is covered by that fsync; skipping the set saves a lock per line.
+        if not self._dirty.is_set():
+            self._dirty.set()
         return line
 
     def close(self) -> None:
