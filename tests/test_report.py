@@ -341,3 +341,22 @@ def test_bucketed_quantiles_summed_steps_merged_bands_and_round_buckets():
     assert bucket_width(60 * 10**9) == 1 * 10**9  # 60 s: 1 s buckets
     assert bucket_width(200 * 10**9) == 2 * 10**9
     assert bucket_width(0) == 1
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_fencepost_report_writes_the_report_of_a_checked_run_and_refuses_a_missing_dir(tmp_path):
+    import shutil
+    import subprocess
+    import sys
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(Path(__file__).resolve().parent.parent / "examples" / "kip101-scenario-1", run_dir)
+    cli = [sys.executable, "-m", "harness.cli"]
+    assert subprocess.run([*cli, "check", str(run_dir)], capture_output=True).returncode == 1
+    done = subprocess.run([*cli, "report", str(run_dir)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    page = (run_dir / "report.html").read_text()
+    assert "INVALID" in page and "lost-write" in page
+    missing = subprocess.run([*cli, "report", str(tmp_path / "nope")], capture_output=True, text=True)
+    assert missing.returncode == 254 and "is not a directory" in missing.stderr

@@ -18,6 +18,7 @@ COMMANDS = (
     "harness.commands.cleanup",
     "harness.commands.nemesis",
     "harness.commands.serve",
+    "harness.commands.report",
 )
 
 

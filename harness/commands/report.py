@@ -1,0 +1,22 @@
+"""`fencepost report RUN_DIR`: write (again) a run's report.html, history.html and plots/,
+e.g. after `fencepost check` of a run directory made elsewhere."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from harness.errors import EXIT_VALID
+
+NAME = "report"
+HELP = "write a run's report.html and plots/ (again) from its history and results.json"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_dir", metavar="RUN_DIR", type=Path, help="a run directory, e.g. results/latest")
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.report import write_report
+
+    print(f"report: {write_report(args.run_dir)}")
+    return EXIT_VALID
