@@ -20,10 +20,8 @@ a process that dies on start is reported with the tail of that log.
 """
 from __future__ import annotations
 
-import random
 import re
 import signal
-import socket
 import sys
 import time
 from pathlib import Path
@@ -32,8 +30,11 @@ from typing import Any, Callable
 import orjson
 
 from broker.controller.protocol import NO_LEADER, PartitionState, Snapshot, TopicState
+from clusters.errors import HostError
+from clusters.hosts.local_process import local_state
+from clusters.hosts.process import free_port
+from clusters.systems import own_controller
 from tests.broker_support import RawClient
-from tests.controller_client import ConnectionClosed, ControllerClient
 from tests.managed_process import POLL_INTERVAL_S, START_TIMEOUT_S, STOP_TIMEOUT_S, ClusterError, ManagedProcess
 from tests.tcp_proxy import TcpProxy
 
@@ -41,43 +42,14 @@ WAIT_TIMEOUT_S = 30.0
 METADATA_VERSION = 7  # the first with partition leader epochs; not flexible
 
 
-def _ephemeral_range() -> tuple[int, int]:
-    try:
-        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
-        return int(low), int(high)
-    except (OSError, ValueError):
-        return 32768, 60999
-
-
-def free_port() -> int:
-    """A port free on 127.0.0.1 now, chosen below the kernel's ephemeral range: a port kept
-    across restarts must not be taken meanwhile by some client's outgoing connection (or by
-    another listener on port 0), which both draw from that range."""
-    low, _ = _ephemeral_range()
-    candidates = list(range(10_000, max(low, 10_001)))
-    random.shuffle(candidates)
-    for port in candidates[:500]:
-        try:
-            with socket.create_server(("127.0.0.1", port)):
-                return port
-        except OSError:
-            continue
-    with socket.create_server(("127.0.0.1", 0)) as s:
-        return s.getsockname()[1]
-
-
 def _wait_for_process_state(pid: int, stopped: bool, timeout: float = 5.0) -> None:
-    """Until /proc/<pid>/stat says the process is (or is no longer) stopped; gone counts as done."""
+    """Until the kernel shows the process stopped (or no longer stopped); gone counts as done."""
+    wanted = {"stopped", "gone"} if stopped else {"running", "gone"}
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
-            return
-        if (stat[stat.rindex(")") + 2] in "Tt") == stopped:
-            return
+    while local_state(pid) not in wanted:
+        if time.monotonic() > deadline:
+            raise ClusterError(f"process {pid} did not {'stop' if stopped else 'continue'} within {timeout:g}s")
         time.sleep(0.005)
-    raise ClusterError(f"process {pid} did not {'stop' if stopped else 'continue'} within {timeout:g}s")
 
 
 def node_name(node: int) -> str:
@@ -85,20 +57,13 @@ def node_name(node: int) -> str:
 
 
 def call_controller(host: str, port: int, message: dict[str, Any], timeout: float = 10.0) -> dict[str, Any]:
-    """One request to the controller on a fresh connection; its answer. Raises
-    ClusterError when the controller refuses it or closes the connection, OSError
-    when it cannot be reached."""
+    """One request to the controller on a fresh connection (clusters/systems/own_controller.py);
+    its answer. ClusterError when the controller cannot be reached, closes the connection or
+    refuses the request."""
     try:
-        with ControllerClient(port, host, timeout) as client:
-            answer = client.request(message)
-    except ConnectionClosed:
-        raise ClusterError(f"the controller at {host}:{port} closed the connection instead of "
-                           f"answering {message.get('type')!r}") from None
-    if answer.get("error"):
-        raise ClusterError(f"the controller refused {message.get('type')!r} "
-                           f"({orjson.dumps(message).decode()[:200]}): {answer['error']}: "
-                           f"{answer.get('message', '')}")
-    return answer
+        return own_controller.call_controller(host, port, message, timeout)
+    except HostError as e:
+        raise ClusterError(str(e)) from None
 
 
 def broker_partition_view(port: int, topic: str, timeout: float = 2.0) -> dict[int, tuple[int, int]] | None:
