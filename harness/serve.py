@@ -34,7 +34,8 @@ from urllib.parse import quote, unquote, urlsplit
 import orjson
 
 from harness.errors import BadInput
-from harness.report.page import REPORT_FILE as REPORT, esc, page, verdict_badge, verdict_word
+from harness.report.page import REPORT_FILE as REPORT, esc, page, verdict_badge
+from harness.verdict import verdict_word
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8080

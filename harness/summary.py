@@ -19,7 +19,7 @@ from checkers.check import PartitionReport
 from harness.errors import BadInput
 from harness.history import HISTORY_FILE, lines_at
 from harness.loading import LoadedRun
-from harness.verdict import Verdict
+from harness.verdict import Verdict, verdict_word
 
 RESULTS_FILE = "results.json"
 EXAMPLES_PER_ANOMALY = 20
@@ -108,8 +108,7 @@ def print_summary(results: dict[str, Any], out: TextIO, results_path: Path | Non
     print(f"checked {checked['ops']} ops in {checked['partitions']} partition(s) in "
           f"{checked['seconds']:.2f} s", file=out)
     valid = results["valid"]
-    label = "VALID" if valid is True else "INVALID" if valid is False else "UNKNOWN"
-    print(f"verdict: {label} (valid: {orjson.dumps(valid).decode()})", file=out)
+    print(f"verdict: {verdict_word(valid).upper()} (valid: {orjson.dumps(valid).decode()})", file=out)
     if valid is not True:
         for reason in results["reasons"]:
             print(f"  - {reason}", file=out)

@@ -15,8 +15,6 @@ from harness.errors import EXIT_CRASH
 NAME = "run"
 HELP = "run a chaos test end to end: cluster, traffic, faults, heal, final reads, check, report"
 
-VERDICTS = {True: "valid", False: "invalid", "unknown": "unknown"}
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", type=Path, metavar="FILE.toml",
@@ -45,6 +43,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.run.progress import Progress
     from harness.run.runner import RunError, run_test
     from harness.run.spec import build_spec, load_toml
+    from harness.verdict import verdict_word
 
     config = load_toml(args.config) if args.config else {}
     overrides = {"name": args.name, "system": args.system, "backend": args.backend, "nodes": args.nodes,
@@ -63,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     except RunError as e:
         print(f"fencepost run: {e}", file=sys.stderr)
         return EXIT_CRASH
-    verdict = VERDICTS.get(outcome.check.valid, str(outcome.check.valid)) if outcome.check else "unknown"
+    verdict = verdict_word(outcome.check.valid if outcome.check else None)
     counts = outcome.check.results.get("anomaly_counts", {}) if outcome.check else {}
     found = ", ".join(f"{name} {n}" for name, n in counts.items() if n)
     print(f"verdict: {verdict}" + (f" ({found})" if found else ""))

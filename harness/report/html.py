@@ -18,7 +18,8 @@ from harness.report.bands import Band
 from harness.report.history_viewer import HISTORY_PAGE
 from harness.report.inputs import RunInputs, node_files, run_files, setting
 from harness.summary import op_indices
-from harness.report.page import IMAGE_CHECK_SCRIPT, esc, href, page, verdict_badge, verdict_word
+from harness.report.page import IMAGE_CHECK_SCRIPT, esc, href, page, verdict_badge
+from harness.verdict import verdict_word
 from harness.report.plots import PlotFile
 from harness.report.scan import NO_TIME, ScannedHistory
 from harness.summary import one_line

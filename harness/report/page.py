@@ -9,6 +9,8 @@ import html
 from typing import Any
 from urllib.parse import quote
 
+from harness.verdict import verdict_word
+
 REPORT_FILE = "report.html"  # in the run directory
 VERDICT_COLOURS = {"valid": "#2E7D32", "invalid": "#C62828", "unknown": "#E65100"}
 
@@ -59,15 +61,6 @@ def esc(value: Any) -> str:
 def href(relative_path: str) -> str:
     """A relative link to a file of the run directory, percent-encoded, escaped."""
     return esc(quote(relative_path))
-
-
-def verdict_word(valid: Any) -> str:
-    """valid / invalid / unknown, from results.json's `valid` (anything else: unknown)."""
-    if valid is True:
-        return "valid"
-    if valid is False:
-        return "invalid"
-    return "unknown"
 
 
 def verdict_badge(valid: Any) -> str:
