@@ -10,7 +10,6 @@ from __future__ import annotations
 import shutil
 import sys
 import threading
-import time
 from dataclasses import dataclass
 from typing import Callable, TextIO
 
@@ -84,7 +83,3 @@ class Progress:
             except Exception:  # a status that cannot be read now is drawn at the next tick
                 continue
 
-
-def rate_of(count: int, since: float) -> float:
-    elapsed = time.monotonic() - since
-    return count / elapsed if elapsed > 0 else 0.0

@@ -8,13 +8,12 @@ keys are the dataclasses below; `docs/RUN.md` lists them with their defaults.
 """
 from __future__ import annotations
 
-import os
-import sys
 import tomllib
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping
 
+from clusters.hosts import default_backend
 from harness.errors import BadInput
 
 BACKENDS = ("netns", "process", "docker", "ssh")
@@ -192,9 +191,8 @@ def _defaults_filled(spec: TestSpec, faults_given: bool) -> TestSpec:
     notes = list(spec.notes)
     backend = spec.backend
     if not backend:
-        root = sys.platform.startswith("linux") and os.geteuid() == 0
-        backend = "netns" if root else "process"
-        if not root and not faults_given:
+        backend = default_backend()
+        if backend == "process" and not faults_given:
             spec = replace(spec, nemesis=replace(spec.nemesis, faults="kill,pause"))
             notes.append("not root: the process backend, so the nemesis is kill and pause only (no partitions)")
     flush = spec.flush or ("lazy" if "power-cut" in spec.faults else "os")
