@@ -14,6 +14,7 @@ every fault: cuts removed, paused processes continued, stopped nodes started
 from __future__ import annotations
 
 import socket
+import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -25,7 +26,7 @@ from clusters.hosts import backend_module
 from clusters.hosts.base import HostSet, ProcessHandle
 from clusters.store import check_name, load_state, save_state
 from clusters.systems import system_for
-from clusters.systems.base import PartitionView, System, TopicSpec
+from clusters.systems.base import PartitionView, ProcessSpec, System, TopicSpec
 
 READY_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 20.0
@@ -77,7 +78,7 @@ class Cluster:
         step = on_step or (lambda message: None)
         step(f"provisioning {len(nodes)} {spec.backend} hosts")
         hosts = backend_module(spec.backend).provision(spec.name, nodes, directory / "nodes",
-                                                       dict(spec.backend_options))
+                                                       dict(spec.backend_options), system.host_paths())
         cluster = Cluster(spec, directory, hosts, system)
         try:
             cluster.save()
@@ -198,10 +199,24 @@ class Cluster:
             current = running.get(spec.role)
             if current is not None and host.process_state(current) != "gone":
                 continue
+            self._prepare(node, spec, timeout)
             handle = host.spawn(spec.role, spec.argv, spec.log)
             running[spec.role] = handle
             self.save()
             self._wait_listening(node, handle, spec.ready_port, timeout)
+
+    def _prepare(self, node: str, spec: ProcessSpec, timeout: float) -> None:
+        host = self.hosts[node]
+        for path, text in spec.files:
+            with tempfile.TemporaryDirectory(prefix="fencepost-") as scratch:
+                local = Path(scratch) / "file"
+                local.write_text(text)
+                host.put(local, path)
+        if spec.setup:
+            done = host.run(spec.setup, timeout=timeout, check=False)
+            if not done.ok:
+                raise HostError(f"{spec.role} on {node}: its set-up command {' '.join(spec.setup)} failed "
+                                f"(exit {done.returncode}): {(done.stderr or done.stdout).strip()[-2000:]}")
 
     def _wait_listening(self, node: str, handle: ProcessHandle, port: int, timeout: float) -> None:
         host = self.hosts[node]

@@ -26,6 +26,7 @@ import posixpath
 import re
 import signal
 import tarfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -298,7 +299,7 @@ def check_options(cluster: str, nodes: Sequence[str], options: Mapping[str, Any]
 
 
 def provision(cluster: str, nodes: Sequence[str], workdir: Path,
-              options: Mapping[str, Any] | None = None) -> DockerHostSet:
+              options: Mapping[str, Any] | None = None, shared_paths: Sequence[str] = ()) -> DockerHostSet:
     options = dict(options or {})
     subnet = check_options(cluster, nodes, options)
     client = connect()
@@ -308,6 +309,7 @@ def provision(cluster: str, nodes: Sequence[str], workdir: Path,
                                  "take it down (fencepost cluster down) or remove leftovers with "
                                  "`fencepost cleanup`")
     image = node_image(client, options.get("image"), options.get("python"))
+    image = replace(image, mounts=(*image.mounts, *(p for p in shared_paths if p not in image.mounts)))
     workdir = workdir.resolve()
     hosts: dict[str, DockerHost] = {}
     create_network(client, cluster, subnet)

@@ -174,7 +174,8 @@ def check_free(net: ClusterNetwork) -> None:
 
 
 def provision(cluster: str, nodes: Sequence[str], workdir: Path,
-              options: Mapping[str, Any] | None = None) -> NetnsHostSet:
+              options: Mapping[str, Any] | None = None, shared_paths: Sequence[str] = ()) -> NetnsHostSet:
+    """`shared_paths` need nothing: namespaces share this machine's files."""
     options = dict(options or {})
     unknown = sorted(set(options) - set(OPTIONS))
     if unknown:

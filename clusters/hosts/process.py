@@ -99,7 +99,8 @@ class ProcessHostSet(HostSet):
 
 
 def provision(cluster: str, nodes: Sequence[str], workdir: Path,
-              options: Mapping[str, Any] | None = None) -> ProcessHostSet:
+              options: Mapping[str, Any] | None = None, shared_paths: Sequence[str] = ()) -> ProcessHostSet:
+    """`shared_paths` need nothing: the nodes are processes of this machine."""
     if options:
         raise ClusterConfigError(f"the process backend takes no options; got {sorted(options)}")
     taken: set[int] = set()

@@ -198,8 +198,12 @@ class SshHostSet(HostSet):
 
 
 def provision(cluster: str, nodes: Sequence[str], workdir: Path,
-              options: Mapping[str, Any] | None = None) -> SshHostSet:
+              options: Mapping[str, Any] | None = None, shared_paths: Sequence[str] = ()) -> SshHostSet:
     """Connect to the machine of each node and check it; `workdir` (local) is not used."""
+    if shared_paths:
+        raise ClusterConfigError(f"the ssh backend cannot run a system that needs this machine's "
+                                 f"{', '.join(shared_paths)} on its nodes (their files are not copied there); "
+                                 "use the netns or docker backend")
     parsed, endpoints = parse_options(cluster, nodes, options)
     hosts = {node: SshHost(cluster, node, address, port, parsed.node_workdir(cluster, node), parsed)
              for node, (address, port) in endpoints.items()}

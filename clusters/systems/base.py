@@ -17,11 +17,14 @@ from clusters.hosts.base import Host, HostSet
 @dataclass(frozen=True)
 class ProcessSpec:
     """One long-lived process of a node: its role, command, log file, and the port that
-    accepts TCP connections (from the harness) once it is ready."""
+    accepts TCP connections (from the harness) once it is ready. Before each start the
+    `files` (path on the host, text) are written and the `setup` command, if any, run."""
     role: str
     argv: tuple[str, ...]
     log: str
     ready_port: int
+    files: tuple[tuple[str, str], ...] = ()
+    setup: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -91,6 +94,20 @@ class System(ABC):
         """The broker's on-disk logs as final.jsonl lines (DESIGN.md §3.3 `replica` and
         `replica-state`); read after the broker stopped. HostError when it cannot be read."""
 
+    def host_paths(self) -> list[str]:
+        """Folders of this machine the hosts must see at the same path (read-only), e.g. jars."""
+        return []
+
     def loses_unflushed_writes_on_kill(self) -> bool:
         """Whether kill -9 drops writes not yet flushed (a power cut); False unless configured so."""
         return False
+
+
+def read_replica_logs(host: Host, data_dir: str, timeout: float) -> list[bytes]:
+    """`python -m broker dump-log` on the node over a data directory (the own broker's, or stock
+    Kafka's: same layout); exit 1 is a torn tail it reported and skipped."""
+    done = host.run([host.python, "-m", "broker", "dump-log", "--data-dir", data_dir, "--node", host.name],
+                    timeout=timeout, check=False)
+    if done.returncode not in (0, 1):
+        done.check()
+    return [line.encode() for line in done.stdout.splitlines() if line.strip()]

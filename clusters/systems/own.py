@@ -14,7 +14,7 @@ from typing import Any, Mapping
 
 from clusters.errors import ClusterConfigError, HostError
 from clusters.hosts.base import Host, HostSet
-from clusters.systems.base import PartitionView, ProcessSpec, System, TopicSpec
+from clusters.systems.base import PartitionView, ProcessSpec, System, TopicSpec, read_replica_logs
 from clusters.systems.own_controller import call_controller
 
 CONTROLLER_NODE = "controller"
@@ -167,12 +167,7 @@ class OwnSystem(System):
         return self.settings.flush == "lazy"
 
     def replica_log_lines(self, host: Host, timeout: float) -> list[bytes]:
-        """`python -m broker dump-log` on the node (exit 1: a torn tail it reported and skipped)."""
-        done = host.run([host.python, "-m", "broker", "dump-log", "--data-dir", f"{host.workdir}/data",
-                         "--node", host.name], timeout=timeout, check=False)
-        if done.returncode not in (0, 1):
-            done.check()
-        return [line.encode() for line in done.stdout.splitlines() if line.strip()]
+        return read_replica_logs(host, f"{host.workdir}/data", timeout)
 
 
 def broker_id(node: str) -> int:

@@ -28,9 +28,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                     help="where the nodes are (default: netns as root on Linux, else process)")
     up.add_argument("--nodes", type=int, default=3, metavar="N", help="number of brokers (default 3)")
     up.add_argument("--truncation", choices=("hw", "kip101", "kip279", "kip320"), default="kip320",
-                    help="the own broker's truncation mode (default kip320)")
+                    help="follower truncation: the own broker's mode, or Kafka's inter.broker.protocol.version "
+                         "(default kip320)")
     up.add_argument("--flush", choices=("os", "fsync", "lazy"), default="os",
-                    help="the own broker's flush mode; lazy makes kill -9 a power cut (default os)")
+                    help="the flush mode; lazy (own system only) makes kill -9 a power cut (default os)")
+    up.add_argument("--kafka-home", metavar="DIR",
+                    help="an unpacked Apache Kafka distribution for --system kafka (instead of Maven)")
+    up.add_argument("--system-option", action="append", default=[], metavar="KEY=VALUE",
+                    help="a system setting, repeatable (kafka: mode=kraft, controllers=3, ...; docs/KAFKA.md)")
     up.add_argument("--topic", default="fp", help="topic to create (default fp; '' for none)")
     up.add_argument("--partitions", type=int, default=3, help="partitions of the topic (default 3)")
     up.add_argument("--replication-factor", type=int, default=3,
@@ -67,14 +72,16 @@ def cluster_dir(results: Path, name: str) -> Path:
     return results / "clusters" / check_name(name)
 
 
-def parse_backend_options(pairs: list[str]) -> dict:
+def parse_backend_options(pairs: list[str], flag: str = "--backend-option") -> dict:
+    """KEY=VALUE pairs; VALUE parsed as JSON when it can be."""
     import json
 
     options = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise BadInput(f"--backend-option {pair!r}: write KEY=VALUE, e.g. subnet=10.77.5.0/24")
+            raise BadInput(f"{flag} {pair!r}: write KEY=VALUE, e.g. "
+                           f"{'subnet=10.77.5.0/24' if flag == '--backend-option' else 'mode=kraft'}")
         try:
             options[key] = json.loads(value)
         except ValueError:
@@ -102,7 +109,9 @@ def _up(args: argparse.Namespace) -> int:
                            f"`fencepost cluster down --name {args.name}` first")
     spec = ClusterSpec(args.name, args.system, args.nodes, args.backend or default_backend(),
                        parse_backend_options(args.backend_option),
-                       {"truncation": args.truncation, "flush": args.flush})
+                       {"truncation": args.truncation, "flush": args.flush,
+                        **parse_backend_options(args.system_option, "--system-option"),
+                        **({"kafka_home": args.kafka_home} if args.kafka_home else {})})
     with sigterm_as_interrupt():
         cluster = Cluster.up(spec, directory, on_step=lambda step: print(f"  {step}", file=sys.stderr))
         if args.topic:

@@ -21,6 +21,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a test spec (docs/RUN.md lists its settings); flags override it")
     parser.add_argument("--name", help="the test's name: results go to RESULTS/NAME/ (default fencepost)")
     parser.add_argument("--system", help="what runs on the hosts (default own)")
+    parser.add_argument("--kafka-home", metavar="DIR",
+                        help="an unpacked Apache Kafka distribution for --system kafka (instead of Maven)")
+    parser.add_argument("--system-option", action="append", default=[], metavar="KEY=VALUE",
+                        help="a system setting, repeatable (kafka: mode=kraft, controllers=3, "
+                             "session_timeout_ms=3000, broker_config={...}; docs/KAFKA.md)")
     parser.add_argument("--backend", help="netns, process, docker or ssh (default: netns as root, else process)")
     parser.add_argument("--backend-option", action="append", default=[], metavar="KEY=VALUE",
                         help="a backend setting, repeatable (e.g. subnet=10.77.3.0/24)")
@@ -54,6 +59,11 @@ def run(args: argparse.Namespace) -> int:
     if args.backend_option:
         overrides["backend_options"] = {**config.get("backend_options", {}),
                                         **parse_backend_options(args.backend_option)}
+    system_options = parse_backend_options(args.system_option, "--system-option")
+    if args.kafka_home:
+        system_options["kafka_home"] = args.kafka_home
+    if system_options:
+        overrides["system_options"] = {**config.get("system_options", {}), **system_options}
     spec = build_spec(config, overrides)
     for note in spec.notes:
         print(f"fencepost run: {note}", file=sys.stderr)

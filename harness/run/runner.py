@@ -95,7 +95,7 @@ def _setup(spec: TestSpec, run_dir: Path, progress: Progress, log: logging.Logge
     cluster_spec = ClusterSpec(f"run-{run_dir.name[-6:]}", spec.system, spec.nodes, spec.backend,
                                dict(spec.backend_options),
                                {"truncation": spec.truncation, "flush": spec.flush,
-                                "min_insync_replicas": spec.topic.min_insync_replicas})
+                                "min_insync_replicas": spec.topic.min_insync_replicas, **spec.system_options})
     try:
         cluster = Cluster.up(cluster_spec, run_dir / "cluster", timeout=spec.timeouts.setup,
                              on_step=lambda step: log.info("setup: %s", step))

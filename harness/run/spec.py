@@ -73,6 +73,7 @@ class TestSpec:
     system: str = "own"
     backend: str = ""  # "": netns as root on Linux, else process
     backend_options: Mapping[str, Any] = field(default_factory=dict)
+    system_options: Mapping[str, Any] = field(default_factory=dict)  # the system's own settings (docs/KAFKA.md)
     nodes: int = 3
     truncation: str = "kip320"
     flush: str = ""  # "": os, or lazy when the nemesis includes power-cut
@@ -133,7 +134,7 @@ def build_spec(config: Mapping[str, Any], overrides: Mapping[str, Any]) -> TestS
             if not isinstance(value, dict):
                 raise BadInput(f"[{name}] must be a table of settings, not {value!r}")
             values[name] = _section(SECTIONS[name], value, name)
-        elif name in ("backend_options", "checker"):
+        elif name in ("backend_options", "system_options", "checker"):
             if not isinstance(value, dict):
                 raise BadInput(f"{name} must be a table, not {value!r}")
             values[name] = dict(value)

@@ -1,0 +1,107 @@
+"""server.properties for each Kafka node, fit for chaos: RF 3 and min.insync.replicas=2 by
+default, unclean leader election off, no automatic leader rebalancing (leaders move only
+when a fault moves them), and session and lag timeouts short enough that faults
+resolve in seconds. The user's `broker_config` has the last word.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+from clusters.systems.kafka.options import KafkaOptions
+
+BROKER_PORT = 9092
+CONTROLLER_PORT = 9093
+ZOOKEEPER_PORT = 2181
+ZOOKEEPER_TICK_MS = 500  # sessions may then be 1 s .. 10 s
+CLUSTER_ID = "ZmVuY2Vwb3N0LWthZmthMQ"  # any 16 bytes, base64url; every cluster is its own world
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    node_id: int
+    host: str
+    port: int
+
+
+def chaos_defaults(opts: KafkaOptions, brokers: int) -> dict[str, str]:
+    replicas = str(min(3, brokers))
+    props = {
+        "num.partitions": "3",
+        "default.replication.factor": replicas,
+        "min.insync.replicas": str(opts.min_insync_replicas),
+        "unclean.leader.election.enable": "false",
+        "auto.create.topics.enable": "false",
+        "auto.leader.rebalance.enable": "false",
+        "offsets.topic.replication.factor": replicas,
+        "offsets.topic.num.partitions": "3",
+        "transaction.state.log.replication.factor": replicas,
+        "transaction.state.log.min.isr": str(min(2, brokers)),
+        "group.initial.rebalance.delay.ms": "0",
+        "replica.lag.time.max.ms": str(opts.replica_lag_time_max_ms),
+        "replica.high.watermark.checkpoint.interval.ms": str(opts.hw_checkpoint_interval_ms),
+        "replica.socket.timeout.ms": "3000",
+        "request.timeout.ms": "5000",
+        "controller.socket.timeout.ms": "3000",
+        "controlled.shutdown.max.retries": "1",
+        "controlled.shutdown.retry.backoff.ms": "500",
+        "log.retention.hours": "168",
+    }
+    if opts.flush == "fsync":
+        props["log.flush.interval.messages"] = "1"
+    return props
+
+
+def zk_broker_properties(opts: KafkaOptions, me: Endpoint, data_dir: str, zookeeper: str,
+                         brokers: int) -> dict[str, str]:
+    props = {
+        "broker.id": str(me.node_id),
+        "listeners": f"PLAINTEXT://{me.host}:{me.port}",
+        "advertised.listeners": f"PLAINTEXT://{me.host}:{me.port}",
+        "log.dirs": data_dir,
+        "zookeeper.connect": zookeeper,
+        "zookeeper.session.timeout.ms": str(opts.session_timeout_ms),
+        "zookeeper.connection.timeout.ms": "10000",
+        **chaos_defaults(opts, brokers),
+    }
+    if opts.inter_broker_protocol:
+        props["inter.broker.protocol.version"] = opts.inter_broker_protocol
+    return {**props, **opts.broker_config}
+
+
+def kraft_properties(opts: KafkaOptions, node_id: int, host: str, broker_port: int | None,
+                     controller_port: int | None, data_dir: str, voters: list[Endpoint],
+                     brokers: int) -> dict[str, str]:
+    """A KRaft node: a broker (broker_port), a controller (controller_port), or both (combined)."""
+    roles = ",".join(r for r, port in (("broker", broker_port), ("controller", controller_port)) if port)
+    listeners = []
+    if broker_port:
+        listeners.append(f"PLAINTEXT://{host}:{broker_port}")
+    if controller_port:
+        listeners.append(f"CONTROLLER://{host}:{controller_port}")
+    props = {
+        "process.roles": roles,
+        "node.id": str(node_id),
+        "controller.quorum.voters": ",".join(f"{v.node_id}@{v.host}:{v.port}" for v in voters),
+        "controller.listener.names": "CONTROLLER",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "listeners": ",".join(listeners),
+        "log.dirs": data_dir,
+        "broker.session.timeout.ms": str(opts.session_timeout_ms),
+        "broker.heartbeat.interval.ms": str(max(100, opts.session_timeout_ms // 6)),
+        "controller.quorum.election.timeout.ms": "1000",
+        "controller.quorum.fetch.timeout.ms": "2000",
+        **chaos_defaults(opts, brokers),
+    }
+    if broker_port:
+        props["advertised.listeners"] = f"PLAINTEXT://{host}:{broker_port}"
+        props["inter.broker.listener.name"] = "PLAINTEXT"
+    return {**props, **opts.broker_config}
+
+
+def render(props: Mapping[str, str]) -> str:
+    return "".join(f"{k}={_escape(v)}\n" for k, v in props.items())
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\")
