@@ -30,6 +30,7 @@ from clusters.systems.base import PartitionView, ProcessSpec, System, TopicSpec
 
 READY_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 20.0
+RESTART_PAUSE_S = 0.5
 POLL_S = 0.05
 NodeState = str  # "running", "paused", "down" (no process), "partial" (some of its processes down)
 
@@ -192,18 +193,28 @@ class Cluster:
         return "paused" if "stopped" in states else "running"
 
     def start(self, node: str, timeout: float = READY_TIMEOUT_S) -> None:
-        """Start the node's processes that are not running, each waited for until its port accepts."""
+        """Start the node's processes that are not running, each waited for until it is ready: its
+        port accepts and the system calls it ready. One that exits on start is started again while
+        its spec's `restart_within_s` lasts (stock Kafka refuses to start while its last ZooKeeper
+        session lives)."""
         host = self.hosts[node]
         running = self.processes.setdefault(node, {})
         for spec in self.system.process_specs(host, self.hosts):
             current = running.get(spec.role)
             if current is not None and host.process_state(current) != "gone":
                 continue
-            self._prepare(node, spec, timeout)
-            handle = host.spawn(spec.role, spec.argv, spec.log)
-            running[spec.role] = handle
-            self.save()
-            self._wait_listening(node, handle, spec.ready_port, timeout)
+            first = time.monotonic()
+            while True:
+                self._prepare(node, spec, timeout)
+                handle = host.spawn(spec.role, spec.argv, spec.log)
+                running[spec.role] = handle
+                self.save()
+                if self._wait_ready(node, handle, spec, first + timeout):
+                    break
+                if time.monotonic() - first > spec.restart_within_s:
+                    raise HostError(f"{handle.name} on {node} exited on start; the end of {handle.log}:\n"
+                                    f"{self.log_tail(node, handle.name)}")
+                time.sleep(RESTART_PAUSE_S)
 
     def _prepare(self, node: str, spec: ProcessSpec, timeout: float) -> None:
         host = self.hosts[node]
@@ -218,21 +229,25 @@ class Cluster:
                 raise HostError(f"{spec.role} on {node}: its set-up command {' '.join(spec.setup)} failed "
                                 f"(exit {done.returncode}): {(done.stderr or done.stdout).strip()[-2000:]}")
 
-    def _wait_listening(self, node: str, handle: ProcessHandle, port: int, timeout: float) -> None:
+    def _wait_ready(self, node: str, handle: ProcessHandle, spec: ProcessSpec, deadline: float) -> bool:
+        """True once ready; False when the process exited first; HostError at the deadline."""
         host = self.hosts[node]
-        deadline = time.monotonic() + timeout
+        listening = False
         while True:
             if host.process_state(handle) == "gone":
-                raise HostError(f"{handle.name} on {node} exited on start; the end of {handle.log}:\n"
-                                f"{self.log_tail(node, handle.name)}")
-            try:
-                with socket.create_connection((host.address, port), timeout=1.0):
-                    return
-            except OSError:
-                pass
+                return False
+            if not listening:
+                try:
+                    with socket.create_connection((host.address, spec.ready_port), timeout=1.0):
+                        listening = True
+                except OSError:
+                    pass
+            if listening and self.system.process_ready(host, self.hosts, spec.role):
+                return True
             if time.monotonic() > deadline:
-                raise HostError(f"{handle.name} on {node} did not accept connections on {host.address}:{port} "
-                                f"within {timeout:g}s; the end of {handle.log}:\n{self.log_tail(node, handle.name)}")
+                what = "was not ready" if listening else f"did not accept connections on {host.address}:{spec.ready_port}"
+                raise HostError(f"{handle.name} on {node} {what} in time; the end of {handle.log}:\n"
+                                f"{self.log_tail(node, handle.name)}")
             time.sleep(POLL_S)
 
     def log_tail(self, node: str, role: str, lines: int = 30) -> str:

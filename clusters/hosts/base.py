@@ -31,6 +31,19 @@ NAME_PREFIX = "fp"  # every namespace, link, container, network and chain we mak
 STATE_POLL_S = 0.01
 
 
+def state_of_tasks(stats: str) -> ProcessState:
+    """running, stopped or gone from the /proc/<pid>/task/*/stat lines of a process ('' = gone).
+
+    Gone only when every thread has ended: a killed multi-threaded process (a JVM) has a
+    zombie leader while its other threads still exit, and keeps its sockets open until
+    the last one has."""
+    states = [line[line.rindex(")") + 2] for line in stats.splitlines() if ")" in line]
+    alive = [s for s in states if s not in "ZX"]
+    if not alive:
+        return "gone"
+    return "stopped" if all(s in "Tt" for s in alive) else "running"
+
+
 @dataclass(frozen=True)
 class CommandResult:
     """What a command run on a host returned."""

@@ -36,7 +36,8 @@ from docker.models.containers import Container
 
 from clusters.errors import ClusterConfigError, HostError
 from clusters.hosts import iptables
-from clusters.hosts.base import CLUSTER_ENV, NODE_ENV, CommandResult, Host, HostSet, ProcessHandle, ProcessState
+from clusters.hosts.base import (CLUSTER_ENV, NODE_ENV, CommandResult, Host, HostSet, ProcessHandle, ProcessState,
+                                 state_of_tasks)
 from clusters.hosts.docker_errors import DOCKER_ERRORS, explain
 from clusters.hosts.docker_image import node_image
 from clusters.hosts.docker_node import (create_network, exec_in, holder_container_name, labelled_containers,
@@ -133,15 +134,11 @@ class DockerHost(Host):
                                            str(handle.pid)], 30.0)
 
     def process_state(self, handle: ProcessHandle) -> ProcessState:
-        stat = exec_in(self.holder(), self.name, ["cat", f"/proc/{handle.pid}/stat"], 30.0)
-        if not stat.ok or not stat.stdout:
-            return "gone"
-        state = stat.stdout[stat.stdout.rindex(")") + 2]
-        if state in "ZX":
-            return "gone"
-        if state in "Tt" or self.container().status == "paused":
+        stat = exec_in(self.holder(), self.name, ["sh", "-c", f"cat /proc/{handle.pid}/task/*/stat"], 30.0)
+        state = state_of_tasks(stat.stdout if stat.ok else "")
+        if state == "running" and self.container().status == "paused":
             return "stopped"
-        return "running"
+        return state
 
     # -- files ----------------------------------------------------------------------------------
 

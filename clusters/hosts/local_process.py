@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from clusters.errors import HostError
-from clusters.hosts.base import CLUSTER_ENV, CommandResult, ProcessState
+from clusters.hosts.base import CLUSTER_ENV, CommandResult, ProcessState, state_of_tasks
 
 
 def run_local(host: str, argv: Sequence[str], timeout: float, check: bool,
@@ -44,14 +44,13 @@ def spawn_local(host: str, argv: Sequence[str], log: str, env: Mapping[str, str]
 
 def local_state(pid: int) -> ProcessState:
     reap(pid)
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return "gone"
-    state = stat[stat.rindex(")") + 2]
-    if state in "ZX":
-        return "gone"
-    return "stopped" if state in "Tt" else "running"
+    stats = []
+    for task in Path(f"/proc/{pid}/task").glob("*/stat"):
+        try:
+            stats.append(task.read_text())
+        except OSError:
+            continue  # that thread has just ended
+    return state_of_tasks("\n".join(stats))
 
 
 def signal_local(pid: int, sig: signal.Signals) -> None:

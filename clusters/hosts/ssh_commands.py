@@ -19,7 +19,7 @@ import signal
 from typing import Iterable, Mapping, Sequence
 
 from clusters.hosts import iptables
-from clusters.hosts.base import CLUSTER_ENV, NODE_ENV
+from clusters.hosts.base import CLUSTER_ENV, NODE_ENV, state_of_tasks
 
 KILL_GRACE_S = 5  # after `timeout` sends TERM, how long until it sends KILL
 NOT_INSTALLED_STATUS = 127
@@ -78,8 +78,8 @@ def _ours_function(cluster: str, node: str) -> str:
 
 
 def state_script(pid: int, cluster: str, node: str) -> str:
-    """Prints /proc/<pid>/stat while the pid is ours; prints nothing once it is gone."""
-    return wrap(_ours_function(cluster, node) + f"if ours {pid}; then cat /proc/{pid}/stat; fi")
+    """Prints the stat lines of the pid's threads while the pid is ours; nothing once it is gone."""
+    return wrap(_ours_function(cluster, node) + f"if ours {pid}; then cat /proc/{pid}/task/*/stat; fi")
 
 
 def signal_script(pid: int, cluster: str, node: str, sig: signal.Signals, sudo: bool) -> str:
@@ -117,13 +117,8 @@ def destroy_script(cluster: str, node: str, recorded: Iterable[int], sudo: bool)
 
 
 def parse_stat(stat: str) -> str:
-    """running, stopped or gone from a /proc/<pid>/stat line ('' = gone)."""
-    if ")" not in stat:
-        return "gone"
-    state = stat[stat.rindex(")") + 2]
-    if state in "ZX":
-        return "gone"
-    return "stopped" if state in "Tt" else "running"
+    """running, stopped or gone from the threads' /proc stat lines ('' = gone)."""
+    return state_of_tasks(stat)
 
 
 def cut_script(peers: Iterable[str], sudo: bool) -> str:

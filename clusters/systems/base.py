@@ -25,6 +25,7 @@ class ProcessSpec:
     ready_port: int
     files: tuple[tuple[str, str], ...] = ()
     setup: tuple[str, ...] = ()
+    restart_within_s: float = 0.0  # one that exits on start is started again while this lasts
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,10 @@ class System(ABC):
     def replica_log_lines(self, host: Host, timeout: float) -> list[bytes]:
         """The broker's on-disk logs as final.jsonl lines (DESIGN.md §3.3 `replica` and
         `replica-state`); read after the broker stopped. HostError when it cannot be read."""
+
+    def process_ready(self, host: Host, hosts: HostSet, role: str) -> bool:
+        """Whether a started process whose port accepts is ready (e.g. registered); True unless said."""
+        return True
 
     def host_paths(self) -> list[str]:
         """Folders of this machine the hosts must see at the same path (read-only), e.g. jars."""

@@ -125,8 +125,21 @@ class KafkaSystem(System):
                 heap_mb=256))
             setup = ("sh", "-c", f"test -e {_quote(data_dir)}/meta.properties || exec {format_storage}")
         role = "broker" if is_broker(host.name) else "controller"
+        # a broker restarted within its old ZooKeeper session's life exits (NodeExists): start it again
+        restart_within = self.settings.session_timeout_ms / 1000 + 10 if self.zookeeper_mode else 0.0
         return [ProcessSpec(role, self._java(host, "kafka.Kafka", properties_file), f"{log_dir}/{role}.log",
-                            port, files=((properties_file, config.render(props)),), setup=setup)]
+                            port, files=((properties_file, config.render(props)),), setup=setup,
+                            restart_within_s=restart_within)]
+
+    def process_ready(self, host: Host, hosts: HostSet, role: str) -> bool:
+        """A broker is ready once its own metadata lists it (registered, and unfenced in KRaft)."""
+        if role != "broker":
+            return True
+        try:
+            answer = wire.metadata(host.address, host.port("broker", config.BROKER_PORT), [], ASK_TIMEOUT_S)
+        except HostError:
+            return False
+        return node_id(host.name) in answer.brokers
 
     def bootstrap(self, hosts: HostSet) -> str:
         return ",".join(f"{h.address}:{h.port('broker', config.BROKER_PORT)}" for h in self._brokers(hosts))
