@@ -7,7 +7,15 @@ undone, recorded, also when a step failed).
   controller would elect next (the first ISR member after L in replica order): pause L;
   kill -9 F and start it (it truncates — to its HW checkpoint in `hw` mode — and cannot
   refetch from the paused L); after `settle` seconds kill -9 L; wait for a new leader;
-  start L; wait until L is back in the ISR.
+  start L; wait until L is back in the ISR. Where a restarted broker leaves the ISR (stock
+  Kafka: its ZooKeeper session ends), F is made to truncate by a leader change instead,
+  with G the follower elected next and F the other — the controller, when the controller
+  is a broker (ZooKeeper mode), so that F hears of the change: pause G for `settle`
+  seconds (L's high watermark, and the one F learns, wait for G); cut F off from L and G;
+  resume G and wait `settle` (G catches up: L acknowledges records F holds beyond the
+  high watermark it knows); kill -9 L; wait for G to lead (F truncates and cannot
+  refetch); kill -9 G; wait for F to lead; heal; start L and G; wait until both are in
+  the ISR. That needs partitions and RF >= 3.
 - `zombie` (KAFKA-6880, KIP-320): Z, a random follower in the ISR, is cut off from the
   control plane only (it still reaches L and the other brokers); wait until Z is out of
   the ISR (fenced); pause the other followers for `hold` seconds (writes L takes then
@@ -161,6 +169,8 @@ class LeaderBounce(Scenario):
         if not followers:
             raise HostError(f"leader-bounce: {ctx.topic}-{self.partition} has no follower in its ISR "
                             f"({', '.join(view.isr)}) to bounce; wait until replicas have caught up")
+        if not ctx.cluster.system.restart_keeps_isr_place():
+            return self._through_a_leader_it_cannot_reach(ctx, done, view)
         follower = followers[0]  # the one the controller elects next
         done.update(leader=leader, follower=follower, leader_epoch=view.leader_epoch)
         self.pause(ctx, [leader])
@@ -172,6 +182,49 @@ class LeaderBounce(Scenario):
         done.update(new_leader=elected.leader, new_leader_epoch=elected.leader_epoch)
         self.start_node(ctx, leader)
         self.await_isr(ctx, leader)
+
+
+    def _through_a_leader_it_cannot_reach(self, ctx: NemesisContext, done: dict[str, Any],
+                                          view: PartitionView) -> None:
+        """Where a restarted broker leaves the ISR (stock Kafka), F truncates on a leader change it
+        hears of while cut off; G is the follower elected next, F the other (the controller, when
+        the controller is a broker, so that F hears of the change)."""
+        view, (next_leader, follower) = self._bounce_roles(ctx, view)
+        leader = view.leader
+        done.update(partition=self.partition, leader=leader, follower=follower, next_leader=next_leader,
+                    leader_epoch=view.leader_epoch)
+        self.pause(ctx, [next_leader])
+        time.sleep(self.settle)  # G falls behind; L's high watermark waits for it, F's with it
+        self.cut_off(ctx, {follower: frozenset({leader, next_leader})})
+        self.resume(ctx, [next_leader])
+        time.sleep(self.settle)  # G catches up: L acknowledges what F holds beyond the HW F knows
+        self.kill(ctx, leader)
+        self.await_leader(ctx, (leader,))  # G: F becomes its follower and truncates
+        self.kill(ctx, next_leader)
+        elected = self.await_leader(ctx, (leader, next_leader))
+        done.update(new_leader=elected.leader, new_leader_epoch=elected.leader_epoch)
+        self.heal_cut(ctx)
+        for node in (leader, next_leader):
+            self.start_node(ctx, node)
+        for node in (leader, next_leader):
+            self.await_isr(ctx, node)
+
+    def _bounce_roles(self, ctx: NemesisContext, view: PartitionView) -> tuple[PartitionView, tuple[str, str]]:
+        """(the view, (G, F)) for this partition, or for another one when the partition was drawn
+        at random and roles do not fit here."""
+        controller = ctx.cluster.system.controller_broker(ctx.cluster.hosts)
+        candidates = [view]
+        if self.spec.target == RANDOM_PARTITION and ctx.partition is None:
+            others = [p for p in ctx.cluster.partitions(ctx.topic) if p != self.partition]
+            candidates += [ctx.view(p) for p in ctx.rng.sample(others, len(others))]
+        for candidate in candidates:
+            followers = [r for r in candidate.replicas if r in candidate.isr and r != candidate.leader]
+            if candidate.leader is not None and len(followers) >= 2 and controller in (None, followers[1]):
+                self.partition = candidate.partition
+                return candidate, (followers[0], followers[1])
+        where = "" if controller is None else f" with the controller {controller} as its second follower"
+        raise HostError(f"leader-bounce: no partition of {ctx.topic} has a leader and two followers in its ISR"
+                        f"{where}; wait until replicas have caught up (RF >= 3 needed)")
 
 
 class Zombie(Scenario):

@@ -103,6 +103,16 @@ class System(ABC):
         """Folders of this machine the hosts must see at the same path (read-only), e.g. jars."""
         return []
 
+    def controller_broker(self, hosts: HostSet) -> str | None:
+        """The broker node acting as controller, where the controller is a broker (Kafka's
+        ZooKeeper mode); None where the control plane runs apart."""
+        return None
+
+    def restart_keeps_isr_place(self) -> bool:
+        """Whether a broker killed and restarted quickly is still in the ISRs it was in (the own
+        controller keeps it; Kafka's controller drops a broker whose session ended)."""
+        return False
+
     def loses_unflushed_writes_on_kill(self) -> bool:
         """Whether kill -9 drops writes not yet flushed (a power cut); False unless configured so."""
         return False

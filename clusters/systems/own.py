@@ -166,6 +166,9 @@ class OwnSystem(System):
     def loses_unflushed_writes_on_kill(self) -> bool:
         return self.settings.flush == "lazy"
 
+    def restart_keeps_isr_place(self) -> bool:
+        return True
+
     def replica_log_lines(self, host: Host, timeout: float) -> list[bytes]:
         return read_replica_logs(host, f"{host.workdir}/data", timeout)
 

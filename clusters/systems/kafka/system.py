@@ -238,6 +238,16 @@ class KafkaSystem(System):
         return PartitionView(topic, partition, leader, best.leader_epoch,
                              tuple(node_name(r) for r in best.replicas), tuple(node_name(r) for r in best.isr))
 
+    def controller_broker(self, hosts: HostSet) -> str | None:
+        if not self.zookeeper_mode:
+            return None
+        answers = self._ask_all(hosts, [], ASK_TIMEOUT_S)
+        ids = {a.controller for a in answers.values() if a.controller >= 0}
+        if len(ids) != 1:
+            raise HostError(f"the brokers do not agree on a controller ({sorted(ids) or 'none named'}); "
+                            "wait until the cluster has settled")
+        return node_name(ids.pop())
+
     def replica_log_lines(self, host: Host, timeout: float) -> list[bytes]:
         return read_replica_logs(host, f"{host.workdir}/data", timeout)
 
