@@ -56,7 +56,7 @@ class KafkaSystem(System):
 
     def host_paths(self) -> list[str]:
         libs = Path(self.settings.libs)
-        return sorted({str(libs), str(libs.resolve())})
+        return sorted({str(libs), str(libs.resolve()), *java_config_folders()})
 
     # -- topology ------------------------------------------------------------------------
 
@@ -132,8 +132,11 @@ class KafkaSystem(System):
                             restart_within_s=restart_within)]
 
     def process_ready(self, host: Host, hosts: HostSet, role: str) -> bool:
-        """A broker is ready once its own metadata lists it (registered, and unfenced in KRaft)."""
-        if role != "broker":
+        """A broker is ready once its own metadata lists it (registered, and unfenced in KRaft). A
+        KRaft voter is ready when it listens: its broker cannot register before a quorum of
+        voters, which start after it."""
+        if role != "broker" or any(v.node_id == node_id(host.name) for v in self._voters(hosts)) \
+                and not self.zookeeper_mode:
             return True
         try:
             answer = wire.metadata(host.address, host.port("broker", config.BROKER_PORT), [], ASK_TIMEOUT_S)
@@ -250,6 +253,23 @@ class KafkaSystem(System):
 
     def replica_log_lines(self, host: Host, timeout: float) -> list[bytes]:
         return read_replica_logs(host, f"{host.workdir}/data", timeout)
+
+
+def java_config_folders() -> set[str]:
+    """The folders outside /usr that the JDK's configuration links into (Debian keeps
+    java.security and friends under /etc/java-17-openjdk): a container needs them too."""
+    java = shutil.which("java")
+    if java is None:
+        return set()
+    home = Path(java).resolve().parent.parent
+    folders = set()
+    for top in (home / "conf", home / "lib" / "security"):
+        for path in top.rglob("*") if top.is_dir() else ():
+            if path.is_symlink():
+                target = path.resolve()
+                if target.parts[1:2] != ("usr",) and len(target.parts) > 2:
+                    folders.add(str(Path(*target.parts[:3])))
+    return folders
 
 
 def is_broker(node: str) -> bool:
