@@ -26,6 +26,12 @@ from clusters.errors import ClusterConfigError
 VERSION = re.compile(r"\d+\.\d+\.\d+(-[A-Za-z0-9.]+)?")
 MARKER = "resolved"
 MAVEN_TIMEOUT_S = 900.0
+ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")  # Maven colours its [ERROR] lines even in batch mode
+# Maven's words for a repository it could not reach; without network on a fresh machine it
+# cannot even fetch the dependency plugin, and says "No plugin found for prefix".
+UNREACHABLE = re.compile(r"Could not transfer|transfer failed|Connect to |Connection refused|resolve host|"
+                         r"UnknownHost|Network is unreachable|timed out|offline mode|"
+                         r"No plugin found for prefix", re.I)
 
 # A logging backend per line: Kafka 3.x logs through slf4j 1.7 to log4j 1 (reload4j, compile-only
 # in its pom); 4.x ships log4j2 but no slf4j binding for it.
@@ -140,8 +146,13 @@ def resolve_with_maven(version: str, folder: Path, say) -> KafkaDistribution:
 
 def maven_failure(version: str, output: str) -> str:
     """Maven's failure, said as what to do."""
+    output = ANSI_ESCAPE.sub("", output)
     errors = [line.removeprefix("[ERROR] ").strip() for line in output.splitlines() if "[ERROR]" in line]
     first = next((e for e in errors if e), output.strip()[-500:])
+    # Unreachable first: a failed download names the artifact it wanted, kafka_2.13's pom included.
+    if UNREACHABLE.search(output):
+        return (f"kafka:{version}: Maven could not reach its repository ({first}); check the network or "
+                "the proxy in ~/.m2/settings.xml, or give an unpacked distribution with --kafka-home DIR")
     missing = re.search(r"(?:Could not find artifact|The POM for) (\S+)", output)
     if missing and f"kafka_2.13:jar:{version}" in missing.group(1) or "kafka_2.13:pom:" + version in output:
         return (f"kafka:{version}: Maven Central has no org.apache.kafka:kafka_2.13:{version}; "
@@ -149,7 +160,4 @@ def maven_failure(version: str, output: str) -> str:
     if missing:
         return (f"kafka:{version}: a dependency could not be found in the Maven repository: {missing.group(1)} "
                 f"({first}); try another version or give --kafka-home DIR")
-    if re.search(r"transfer|connect|resolve host|UnknownHost|Network is unreachable|timed out", output, re.I):
-        return (f"kafka:{version}: Maven could not reach its repository ({first}); check the network or "
-                "the proxy in ~/.m2/settings.xml, or give an unpacked distribution with --kafka-home DIR")
     return f"kafka:{version}: Maven failed: {first}"
