@@ -1,0 +1,94 @@
+"""The kafka system's options and the server.properties made from them, as pure code:
+`--truncation` -> inter.broker.protocol.version, the mode each version defaults to, the
+refusals (each naming the value and what to do instead), and broker_config having the
+last word over the chaos defaults."""
+from __future__ import annotations
+
+import pytest
+
+from clusters.errors import ClusterConfigError
+from clusters.systems.kafka import config
+from clusters.systems.kafka.config import Endpoint
+from clusters.systems.kafka.options import KafkaOptions
+
+
+def checked(version: str = "3.9.1", **options) -> KafkaOptions:
+    return KafkaOptions.from_mapping(options).checked(version)
+
+
+def zk_properties(opts: KafkaOptions) -> dict[str, str]:
+    return config.zk_broker_properties(opts, Endpoint(1, "10.0.0.1", 9092), "/data", "10.0.0.9:2181", 3)
+
+
+@pytest.mark.parametrize("truncation, protocol", [
+    ("hw", "0.11.0-IV1"), ("kip101", "0.11.0-IV2"), ("kip279", "2.0-IV1"), ("kip320", None)])
+def test_truncation_is_an_inter_broker_protocol_version(truncation, protocol):
+    assert checked(truncation=truncation).inter_broker_protocol == protocol
+
+
+def test_the_mode_defaults_to_zookeeper_on_3x_and_kraft_on_4x():
+    assert checked("3.9.1").mode == "zk"
+    assert checked("4.3.1").mode == "kraft"
+    assert checked("3.9.1", mode="kraft").mode == "kraft"
+
+
+@pytest.mark.parametrize("version, options, message", [
+    ("3.9.1", {"mode": "kraft", "truncation": "hw"}, r"truncation 'hw' needs inter.broker.protocol.version "
+                                                     r"0\.11\.0-IV1, which KRaft refuses"),
+    ("4.3.1", {"truncation": "hw"}, r"truncation 'hw'.*KRaft refuses.*--truncation kip320"),
+    ("4.3.1", {"truncation": "kip101"}, r"truncation 'kip101'.*KRaft refuses"),
+    ("3.9.1", {"mode": "kraft", "truncation": "kip279"}, r"truncation 'kip279' .*2\.0-IV1.*mode=zk"),
+    ("4.3.1", {"mode": "zk"}, r"Kafka 4\.3\.1 has no ZooKeeper mode .*use mode=kraft"),
+    ("3.9.1", {"mode": "raft"}, r"mode 'raft': choose zk .* or kraft"),
+    ("3.9.1", {"truncation": "kip999"}, r"truncation 'kip999': choose one of hw, kip101, kip279, kip320"),
+    ("3.9.1", {"flush": "lazy"}, r"flush 'lazy' on stock Kafka: choose one of os, fsync"),
+    ("3.9.1", {"replicas": 3}, r"the kafka system has no option 'replicas'; its options are .*truncation"),
+    ("3.9.1", {"session_timeout_ms": "3s"}, r"session_timeout_ms='3s': give a whole number"),
+    ("3.9.1", {"heap_mb": True}, r"heap_mb=True: give a whole number"),
+    ("3.9.1", {"controllers": 3}, r"controllers= is a KRaft option"),
+    ("3.9.1", {"min_insync_replicas": 0}, r"min_insync_replicas: give at least 1"),
+    ("3.9.1", {"broker_config": ["a=b"]}, r"broker_config=\['a=b'\]: give a table"),
+    ("3.9.1", {"broker_config": {"a": "x\ny"}}, r"broker_config a='x\\ny': give a single-line"),
+])
+def test_what_kafka_cannot_express_is_refused_with_the_value_and_what_to_do(version, options, message):
+    with pytest.raises(ClusterConfigError, match=message):
+        checked(version, **options)
+
+
+def test_broker_config_is_rendered_and_overrides_the_chaos_defaults():
+    opts = checked(broker_config={"min.insync.replicas": 1, "unclean.leader.election.enable": True,
+                                  "log.dir.note": "C:\\kafka"})
+    assert opts.broker_config == {"min.insync.replicas": "1", "unclean.leader.election.enable": "true",
+                                  "log.dir.note": "C:\\kafka"}
+    props = zk_properties(opts)
+    assert props["min.insync.replicas"] == "1" and props["unclean.leader.election.enable"] == "true"
+    text = config.render(props)
+    assert "min.insync.replicas=1\n" in text and "log.dir.note=C:\\\\kafka\n" in text
+    assert text.count("min.insync.replicas=") == 1
+
+
+def test_zookeeper_broker_properties_name_the_protocol_only_for_an_older_truncation():
+    default = zk_properties(checked())
+    assert "inter.broker.protocol.version" not in default
+    assert default["min.insync.replicas"] == "2" and default["unclean.leader.election.enable"] == "false"
+    assert default["zookeeper.connect"] == "10.0.0.9:2181" and default["broker.id"] == "1"
+    assert zk_properties(checked(truncation="hw"))["inter.broker.protocol.version"] == "0.11.0-IV1"
+    assert zk_properties(checked(flush="fsync"))["log.flush.interval.messages"] == "1"
+
+
+def test_kraft_properties_give_each_node_its_roles_and_listeners():
+    opts = checked("4.3.1")
+    voters = [Endpoint(1001, "10.0.0.11", 9093), Endpoint(1002, "10.0.0.12", 9093)]
+
+    def node(broker_port, controller_port):
+        return config.kraft_properties(opts, 7, "10.0.0.7", broker_port, controller_port, "/data", voters, 3)
+
+    combined, broker, controller = node(9092, 9093), node(9092, None), node(None, 9093)
+    assert combined["process.roles"] == "broker,controller"
+    assert combined["listeners"] == "PLAINTEXT://10.0.0.7:9092,CONTROLLER://10.0.0.7:9093"
+    assert broker["process.roles"] == "broker" and broker["listeners"] == "PLAINTEXT://10.0.0.7:9092"
+    assert broker["advertised.listeners"] == "PLAINTEXT://10.0.0.7:9092"
+    assert controller["process.roles"] == "controller" and "advertised.listeners" not in controller
+    assert controller["controller.quorum.voters"] == "1001@10.0.0.11:9093,1002@10.0.0.12:9093"
+    assert all(p["node.id"] == "7" and "inter.broker.protocol.version" not in p
+               for p in (combined, broker, controller))
