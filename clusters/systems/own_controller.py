@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 
 from clusters.errors import HostError
+from clusters.systems.framing import recv_exactly
 
 _LENGTH = struct.Struct(">i")
 
@@ -24,7 +25,7 @@ def call_controller(host: str, port: int, message: dict[str, Any], timeout: floa
             body = orjson.dumps({**message, "id": 1})
             sock.sendall(_LENGTH.pack(len(body)) + body)
             while True:
-                reply = orjson.loads(_recv(sock, _LENGTH.unpack(_recv(sock, 4))[0]))
+                reply = orjson.loads(recv_exactly(sock, _LENGTH.unpack(recv_exactly(sock, 4))[0]))
                 if reply.get("id") == 1:
                     break
     except (OSError, orjson.JSONDecodeError, struct.error) as e:
@@ -33,12 +34,3 @@ def call_controller(host: str, port: int, message: dict[str, Any], timeout: floa
         raise HostError(f"{what} refused {message.get('type')!r}: {reply['error']}: {reply.get('message', '')}")
     return reply
 
-
-def _recv(sock: socket.socket, n: int) -> bytes:
-    data = bytearray()
-    while len(data) < n:
-        chunk = sock.recv(n - len(data))
-        if not chunk:
-            raise ConnectionError("connection closed mid-frame")
-        data += chunk
-    return bytes(data)

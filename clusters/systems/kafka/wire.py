@@ -15,6 +15,7 @@ from kafka.protocol.admin.topics import CreateTopicsRequest
 from kafka.protocol.metadata.metadata import MetadataRequest
 
 from clusters.errors import HostError
+from clusters.systems.framing import recv_exactly
 
 METADATA_VERSION = 7
 CREATE_TOPICS_VERSION = 4
@@ -49,10 +50,10 @@ def call(host: str, port: int, request: Any, version: int, timeout: float) -> An
         with socket.create_connection((host, port), timeout=timeout) as sock:
             sock.settimeout(timeout)
             sock.sendall(_LENGTH.pack(len(payload)) + payload)
-            (size,) = _LENGTH.unpack(_recv(sock, 4))
+            (size,) = _LENGTH.unpack(recv_exactly(sock, 4))
             if not 4 <= size <= MAX_RESPONSE_BYTES:
                 raise HostError(f"{where} sent a response frame of {size} bytes")
-            frame = _recv(sock, size)
+            frame = recv_exactly(sock, size)
     except (OSError, struct.error) as e:
         raise HostError(f"{where} did not answer {type(request).__name__}: {e}") from None
     (correlation,) = _LENGTH.unpack_from(frame, 0)
@@ -92,12 +93,3 @@ def create_topic(host: str, port: int, name: str, partitions: int, replication_f
     result = answer.topics[0]
     return result.error_code, result.error_message
 
-
-def _recv(sock: socket.socket, n: int) -> bytes:
-    data = bytearray()
-    while len(data) < n:
-        chunk = sock.recv(n - len(data))
-        if not chunk:
-            raise ConnectionError("connection closed mid-frame")
-        data += chunk
-    return bytes(data)
