@@ -12,6 +12,7 @@ from types import ModuleType
 
 COMMANDS = (
     "harness.commands.run",
+    "harness.commands.campaign",
     "harness.commands.check",
     "harness.commands.export",
     "harness.commands.cluster",

@@ -1,0 +1,140 @@
+"""`fencepost campaign`: the matrix and its run ids, refusals before anything starts, the
+campaign's exit code and junit.xml, and a real campaign of own-broker runs that is resumed."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+import pytest
+
+from harness.campaign.junit import write_junit
+from harness.campaign.plan import load_campaign
+from harness.campaign.runner import campaign_dir, campaign_exit_code, run_campaign
+from harness.errors import BadInput
+from tests.test_cli_cluster import fencepost
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "c.toml"
+    path.write_text(text)
+    return path
+
+
+def test_the_matrix_times_the_cases_in_order_with_stable_ids(tmp_path):
+    campaign = load_campaign(write(tmp_path, """
+name = "t"
+[base]
+time_limit = 5
+nemesis.interval = 2
+[matrix]
+truncation = ["hw", "kip320"]
+seed = [1, 2, 3]
+[[cases]]
+"nemesis.faults" = "kill"
+[[cases]]
+"nemesis.faults" = "leader-bounce"
+"""))
+    assert len(campaign.runs) == 12
+    first, last = campaign.runs[0], campaign.runs[-1]
+    assert first.run_id == "0001_nemesis.faults=kill_truncation=hw_seed=1"
+    assert last.run_id == "0012_nemesis.faults=leader-bounce_truncation=kip320_seed=3"
+    assert (first.spec.truncation, first.spec.seed, first.spec.nemesis.faults, first.spec.time_limit,
+            first.spec.nemesis.interval) == ("hw", 1, "kill", 5.0, 2.0)
+    assert len({r.run_id for r in campaign.runs}) == 12
+
+
+def test_the_shipped_campaigns_plan_what_their_comments_say():
+    truncation = load_campaign(REPO / "campaigns" / "truncation.toml")
+    assert len(truncation.runs) == 80
+    assert {r.spec.truncation for r in truncation.runs} == {"hw", "kip101", "kip279", "kip320"}
+    assert {r.spec.nemesis.faults for r in truncation.runs} == {"leader-bounce", "zombie", "kill", "partition"}
+    stock = load_campaign(REPO / "campaigns" / "stock.toml")
+    assert len(stock.runs) == 15 and {r.spec.system for r in stock.runs} == {"kafka:3.9.1", "kafka:4.3.1"}
+
+
+@pytest.mark.parametrize("text, message", [
+    ('name = "t"\n[matrix]\nseed = []\n', "matrix.seed = []: give a non-empty list"),
+    ('name = "t"\n[matrix]\ntruncation = ["hw", "zz"]\n', "run 0002_truncation=zz: truncation = 'zz'"),
+    ('name = "t"\nrate = 5\n', "unknown key 'rate'"),
+    ('name = "a/b"\n', "give a folder name"),
+    ('name = "t"\ncases = [1]\n', "cases must be [[cases]] tables"),
+])
+def test_a_bad_campaign_is_refused_before_anything_starts(tmp_path, text, message):
+    with pytest.raises(BadInput, match=message.replace("(", r"\(").replace("[", r"\[")):
+        load_campaign(write(tmp_path, text))
+
+
+def test_the_campaign_exit_code_follows_design_3_5():
+    def outcomes(*verdicts):
+        return [{"verdict": v} for v in verdicts]
+    assert campaign_exit_code(outcomes("valid", "valid")) == 0
+    assert campaign_exit_code(outcomes("valid", "invalid")) == 1
+    assert campaign_exit_code(outcomes("invalid", "unknown")) == 2
+    assert campaign_exit_code(outcomes("unknown", "crashed", "invalid")) == 255
+
+
+def test_junit_has_one_testcase_per_run_failure_error_skipped(tmp_path):
+    path = tmp_path / "junit.xml"
+    write_junit(path, "t", [
+        {"run_id": "0001", "verdict": "valid", "seconds": 1.0},
+        {"run_id": "0002", "verdict": "invalid", "seconds": 2.0, "anomaly_counts": {"lost-write": 3, "unseen": 0}},
+        {"run_id": "0003", "verdict": "crashed", "seconds": 0.5, "error": "RunError: setup failed"},
+        {"run_id": "0004", "verdict": "unknown", "seconds": 0.5, "error": None}])
+    suite = ET.parse(path).getroot()
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors"), suite.get("skipped")) == ("4", "1", "1", "1")
+    cases = {c.get("name"): c for c in suite.iter("testcase")}
+    assert cases["0002"].find("failure").get("message") == "invalid: lost-write 3"
+    assert cases["0003"].find("error").get("message") == "RunError: setup failed"
+    assert cases["0004"].find("skipped") is not None and len(cases["0001"]) == 0
+
+
+def test_a_crashed_run_is_recorded_and_the_campaign_goes_on(tmp_path):
+    campaign = load_campaign(write(tmp_path, 'name = "t"\n[base]\nbackend = "process"\n[matrix]\nseed = [1, 2]\n'))
+    directory = campaign_dir(tmp_path / "results", campaign, resume=False)
+
+    def run_one(planned, where):
+        if planned.spec.seed == 1:
+            raise RuntimeError("the cluster did not come up")
+        return {"verdict": "valid", "exit_code": 0, "anomaly_counts": {}, "run_dir": str(where)}
+    assert run_campaign(campaign, directory, run_one) == 255
+    first = json.loads((directory / "runs" / campaign.runs[0].run_id / "outcome.json").read_text())
+    assert first["verdict"] == "crashed" and "the cluster did not come up" in first["error"]
+    assert ET.parse(directory / "junit.xml").getroot().get("tests") == "2"
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_a_real_campaign_runs_every_run_and_resumes_only_what_is_missing(tmp_path):
+    (tmp_path / "c.toml").write_text("""
+name = "small"
+[base]
+backend = "process"
+time_limit = 2
+rate = 100
+concurrency = 2
+nemesis.faults = "none"
+[matrix]
+seed = [1, 2]
+""")
+    done = fencepost(tmp_path, "campaign", "c.toml", timeout=600)
+    assert done.returncode == 0, (done.stdout, done.stderr[-3000:])
+    assert "run 2/2 0002_seed=2" in done.stderr and "valid 2, invalid 0, unknown 0, crashed 0" in done.stderr
+    directory = (tmp_path / "results" / "campaigns" / "small" / "latest").resolve()
+    outcomes = [json.loads(p.read_text()) for p in sorted(directory.glob("runs/*/outcome.json"))]
+    assert [o["verdict"] for o in outcomes] == ["valid", "valid"]
+    assert all((Path(o["run_dir"]) / "results.json").is_file() for o in outcomes)
+    suite = ET.parse(directory / "junit.xml").getroot()
+    assert [c.get("name") for c in suite.iter("testcase")] == ["0001_seed=1", "0002_seed=2"]
+
+    resumed = fencepost(tmp_path, "campaign", "c.toml", "--resume", timeout=600)
+    assert resumed.returncode == 0 and "2 of 2 runs done already" in resumed.stderr
+    assert "run 1/2" not in resumed.stderr
+
+    (directory / "runs" / "0002_seed=2" / "outcome.json").unlink()
+    again = fencepost(tmp_path, "campaign", "c.toml", "--resume", timeout=600)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "run 2/2 0002_seed=2" in again.stderr and "run 1/2" not in again.stderr
+    assert json.loads((directory / "runs" / "0002_seed=2" / "outcome.json").read_text())["verdict"] == "valid"
