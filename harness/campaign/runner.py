@@ -2,7 +2,8 @@
 `RESULTS/campaigns/<name>/<YYYYmmddTHHMMSS>-<6 hex>/` (`latest` beside them):
 
   campaign.json              the campaign file's name, its source and the planned run ids
-  runs/<run-id>/outcome.json the run's verdict, exit code, anomaly counts, run directory, seconds
+  runs/<run-id>/outcome.json the run's settings and configuration, verdict, exit code, anomaly
+                             counts, run directory, seconds
   runs/<run-id>/<run dirs>   what `fencepost run` writes (results/ of that run)
   junit.xml                  one testcase per finished run
 
@@ -85,6 +86,8 @@ def run_campaign(campaign: Campaign, directory: Path, run_one: RunOne, out: Text
             outcome = {"verdict": "crashed", "exit_code": EXIT_CRASH, "error": f"{type(e).__name__}: {e}",
                        "traceback": traceback.format_exc(limit=8)}
         outcome = {"run_id": run.run_id, "settings": dict(run.settings),
+                   "config": {"system": run.spec.system, "truncation": run.spec.truncation,
+                              "faults": run.spec.faults or "none"},
                    "seconds": round(time.monotonic() - began, 1), **outcome}
         _write_json(where / OUTCOME_FILE, outcome)
         outcomes.append(outcome)

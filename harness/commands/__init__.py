@@ -13,6 +13,7 @@ from types import ModuleType
 COMMANDS = (
     "harness.commands.run",
     "harness.commands.campaign",
+    "harness.commands.compare",
     "harness.commands.check",
     "harness.commands.export",
     "harness.commands.cluster",
