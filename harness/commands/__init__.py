@@ -14,6 +14,7 @@ COMMANDS = (
     "harness.commands.run",
     "harness.commands.campaign",
     "harness.commands.compare",
+    "harness.commands.analyze",
     "harness.commands.check",
     "harness.commands.export",
     "harness.commands.cluster",

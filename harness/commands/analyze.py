@@ -1,0 +1,42 @@
+"""`fencepost analyze CAMPAIGN_DIR... [--master URL] [--out DIR]`: a campaign's runs (or any
+folders of runs) checked on Spark through PySpark and compared per configuration
+(harness/analysis/; DESIGN.md §4.6)."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+NAME = "analyze"
+HELP = "check a campaign's runs on Spark and compare them per configuration (report, plots, CSV, JUnit)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", type=Path, nargs="+", metavar="CAMPAIGN_DIR",
+                        help="campaign directories, run directories, or folders holding runs")
+    parser.add_argument("--master", help="the Spark master URL (default local[*])")
+    parser.add_argument("--out", type=Path, help="where analysis/ goes (default: CAMPAIGN_DIR/analysis)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.analysis.runs import find_runs
+    from harness.errors import BadInput
+
+    runs = find_runs(args.paths)
+    out = args.out or (args.paths[0] / "analysis")
+    try:
+        from harness.analysis.job import run_job, spark_session
+    except ImportError as e:
+        raise BadInput(f"fencepost analyze needs PySpark, pandas and pyarrow ({e}): pip install 'fencepost[spark]'")
+    spark = spark_session(args.master)
+    try:
+        verdicts = run_job(spark, runs, out)
+    finally:
+        spark.stop()
+    from harness.analysis.output import configuration_rows, write_outputs
+    from harness.compare.table import render
+
+    written = write_outputs(verdicts, out, args.paths[0].resolve().name)
+    print(render(configuration_rows(verdicts)))
+    print(f"report: {written['report']}; summary: {written['summary']}; junit: {written['junit']}", file=sys.stderr)
+    return 0
