@@ -17,6 +17,7 @@ from pathlib import Path
 from checkers.check import PartitionReport, check_partition
 from checkers.partition import PartitionHistory
 from harness.checking import compact
+from harness.compare.collect import configuration
 from harness.loading import LoadedRun, load_run
 from harness.verdict import decide, verdict_word
 
@@ -35,8 +36,7 @@ def config_of(run_dir: Path) -> RunConfig:
         test = json.loads((run_dir / "test.json").read_text())
     except (OSError, ValueError):
         test = {}
-    return RunConfig(str(test.get("system") or "own"), str(test.get("truncation") or "kip320"),
-                     str((test.get("nemesis") or {}).get("faults") or "none"))
+    return RunConfig(*configuration(test if isinstance(test, dict) else {}))
 
 
 def split_run(run_id: str, run_dir: str) -> list[tuple[str, str, int, bytes]]:

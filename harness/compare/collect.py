@@ -71,6 +71,13 @@ def _from_outcome(outcome_file: Path) -> Iterator[RunResult]:
                         str(config.get("faults", "?")), "crashed")
 
 
+def configuration(test: dict) -> tuple[str, str, str]:
+    """(system, truncation, faults) of a run from its test.json (the run spec's defaults
+    where it says nothing: own, kip320, none)."""
+    return (str(test.get("system") or "own"), str(test.get("truncation") or "kip320"),
+            str((test.get("nemesis") or {}).get("faults") or NO_FAULTS))
+
+
 def _run(run_dir: Path) -> RunResult:
     test = _json(run_dir / "test.json")
     results = _json(run_dir / "results.json")
@@ -79,9 +86,7 @@ def _run(run_dir: Path) -> RunResult:
         results = check_run(run_dir, out=None, jobs=1).results
     valid = results.get("valid")
     verdict = "valid" if valid is True else "invalid" if valid is False else "unknown"
-    faults = str((test.get("nemesis") or {}).get("faults") or NO_FAULTS)
-    return RunResult(run_dir, str(test.get("system") or "own"), str(test.get("truncation") or "kip320"), faults,
-                     verdict,
+    return RunResult(run_dir, *configuration(test), verdict,
                      {k: int(v) for k, v in results.get("anomaly_counts", {}).items()})
 
 
