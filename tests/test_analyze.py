@@ -43,8 +43,15 @@ truncation = ["hw", "kip320"]
     out = tmp_path / "analysis"
     for name in ("summary.csv", "junit.xml", "report.html", "plots/rates.png", "plots/detection.png"):
         assert (out / name).is_file(), name
-    for table in ("history", "final", "partitions"):
-        assert list((out / "parquet" / table).glob("*.parquet")), table
+    import pyarrow.parquet as pq
+    history = pq.read_table(out / "parquet" / "history")
+    final = pq.read_table(out / "parquet" / "final")
+    seeds = tmp_path / "seeds"
+    assert history.num_rows == sum(len((d / "history.jsonl").read_bytes().splitlines()) for d in seeds.iterdir()) \
+        + sum(len((Path(__import__("json").loads(p.read_text())["run_dir"]) / "history.jsonl").read_bytes()
+                  .splitlines()) for p in campaign_dir.glob("runs/*/outcome.json"))
+    assert final.num_rows > 0 and set(history.column("run_id").to_pylist()) >= {d.name for d in seeds.iterdir()}
+    assert pq.read_table(out / "parquet" / "partitions").num_rows > 0
 
     cases = {c.get("name"): c for c in ET.parse(out / "junit.xml").getroot().iter("testcase")}
     run_dirs = {p.parent.name: Path(__import__("json").loads(p.read_text())["run_dir"])

@@ -57,7 +57,8 @@ def run_job(spark, runs: list[tuple[str, Path]], out: Path,
             continue
         schema = ", ".join(f"{n} {t}" for n, t in fields)
         lines = (spark.read.schema(schema).json(files)
-                 .withColumn("dir", F.regexp_extract(F.input_file_name(), r"^(?:file:)?(.*)/[^/]+$", 1)))
+                 .withColumn("dir", F.regexp_extract(F.regexp_replace(F.input_file_name(), "^file:/+", "/"),
+                                                     r"^(.*)/[^/]+$", 1)))
         lines.join(F.broadcast(paths), "dir").drop("dir").write.mode("overwrite").parquet(str(parquet / name))
 
     say(f"analyze: loading {len(runs)} runs into per-partition inputs ({parquet / 'partitions'})")

@@ -25,8 +25,8 @@ def plot_rates(table: list[Row], path: Path) -> Path:
             low, high = row.interval
             xs.append(j + (i - (len(versions) - 1) / 2) * width)
             rates.append(row.invalid_rate)
-            low_err.append(row.invalid_rate - low)
-            high_err.append(high - row.invalid_rate)
+            low_err.append(max(0.0, row.invalid_rate - low))  # the bounds round to within 1e-16 of the rate
+            high_err.append(max(0.0, high - row.invalid_rate))
         ax.bar(xs, rates, width, yerr=[low_err, high_err], capsize=3, label=f"{version[0]} {version[1]}")
     ax.set_xticks(range(len(faults)), faults)
     ax.set_ylim(0, 1.05)
