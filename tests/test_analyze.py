@@ -4,6 +4,7 @@ campaign of own-broker runs — and it writes what it promises."""
 from __future__ import annotations
 
 import csv
+import json
 import shutil
 from pathlib import Path
 from xml.etree import ElementTree as ET
@@ -38,7 +39,11 @@ truncation = ["hw", "kip320"]
     assert campaign.returncode in (0, 1), campaign.stderr[-3000:]
     campaign_dir = (tmp_path / "results" / "campaigns" / "small" / "latest").resolve()
 
-    done = fencepost(tmp_path, "analyze", str(campaign_dir), "seeds", "--out", "analysis", timeout=900)
+    broken = tmp_path / "broken" / "bad-test-json"  # one unreadable run: its error, not the analysis's
+    shutil.copytree(next(d for d in (tmp_path / "seeds").iterdir()), broken)
+    (broken / "test.json").write_text("{")
+
+    done = fencepost(tmp_path, "analyze", str(campaign_dir), "seeds", "broken", "--out", "analysis", timeout=900)
     assert done.returncode == 0, done.stderr[-5000:]
     out = tmp_path / "analysis"
     for name in ("summary.csv", "junit.xml", "report.html", "plots/rates.png", "plots/detection.png"):
@@ -47,17 +52,20 @@ truncation = ["hw", "kip320"]
     history = pq.read_table(out / "parquet" / "history")
     final = pq.read_table(out / "parquet" / "final")
     seeds = tmp_path / "seeds"
-    assert history.num_rows == sum(len((d / "history.jsonl").read_bytes().splitlines()) for d in seeds.iterdir()) \
-        + sum(len((Path(__import__("json").loads(p.read_text())["run_dir"]) / "history.jsonl").read_bytes()
-                  .splitlines()) for p in campaign_dir.glob("runs/*/outcome.json"))
+    analysed = [*seeds.iterdir(), broken, *(Path(json.loads(p.read_text())["run_dir"])
+                                            for p in campaign_dir.glob("runs/*/outcome.json"))]
+    assert history.num_rows == sum(len((d / "history.jsonl").read_bytes().splitlines()) for d in analysed)
     assert final.num_rows > 0 and set(history.column("run_id").to_pylist()) >= {d.name for d in seeds.iterdir()}
-    assert pq.read_table(out / "parquet" / "partitions").num_rows > 0
+    runs_copied = set(history.column("run_id").to_pylist())
+    assert len(list((out / "parquet" / "history").glob("part-*.parquet"))) == len(runs_copied)
 
     cases = {c.get("name"): c for c in ET.parse(out / "junit.xml").getroot().iter("testcase")}
-    run_dirs = {p.parent.name: Path(__import__("json").loads(p.read_text())["run_dir"])
+    run_dirs = {p.parent.name: Path(json.loads(p.read_text())["run_dir"])
                 for p in campaign_dir.glob("runs/*/outcome.json")}
     run_dirs.update({p.name: p for p in (tmp_path / "seeds").iterdir()})
-    assert set(cases) == set(run_dirs)
+    assert set(cases) == set(run_dirs) | {"bad-test-json"}
+    error = cases.pop("bad-test-json").find("error")
+    assert error is not None and "test.json" in error.get("message") and "not valid JSON" in error.get("message")
     for run_id, run_dir in run_dirs.items():
         single = check_run(run_dir, write=False, out=None, jobs=1)
         verdict = {True: "valid", False: "invalid"}.get(single.valid, "unknown")

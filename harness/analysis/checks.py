@@ -1,11 +1,11 @@
 """The per-run and per-partition steps of `fencepost analyze`, as plain functions the Spark
-job calls (no Spark here): a run loaded the way `fencepost check` loads it, split into a
-header and one payload per partition; a partition checked with `checkers.check_partition`
-(the single implementation); a run's verdict decided by `harness.verdict.decide` from its
-header and its partitions' reports.
+job calls (no Spark here): a run loaded the way `fencepost check` loads it and its partitions
+checked with `checkers.check_partition` (the single implementation), as one header and one
+report per partition; a run's verdict decided on the driver by `harness.verdict.decide` from
+its header and its partitions' reports.
 
-Payloads are pickles: they travel from the task that loaded a run, through Parquet, to
-the task that checks one partition, and back to the driver.
+Headers and reports are pickles: they travel from the Python worker that checked a run back
+to the driver.
 """
 from __future__ import annotations
 
@@ -14,10 +14,11 @@ import pickle
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from checkers.check import PartitionReport, check_partition
+from checkers.check import PartitionReport
 from checkers.partition import PartitionHistory
-from harness.checking import compact
+from harness.checking import check_partitions, compact
 from harness.compare.collect import configuration
+from harness.errors import BadInput
 from harness.loading import LoadedRun, load_run
 from harness.verdict import decide, verdict_word
 
@@ -39,14 +40,23 @@ def config_of(run_dir: Path) -> RunConfig:
     return RunConfig(*configuration(test if isinstance(test, dict) else {}))
 
 
-def split_run(run_id: str, run_dir: str) -> list[tuple[str, str, int, bytes]]:
-    """(run_id, topic, partition, payload) rows: one header row (topic "", partition -1)
-    holding the run without its partitions' operations, then one per partition."""
-    run = load_run(Path(run_dir))
+def check_run_rows(run_id: str, run_dir: Path) -> list[tuple[str, str, int, bytes, int | None]]:
+    """(run_id, topic, partition, payload, detected) rows of one run: a header row (topic "",
+    partition -1, detected None) holding the run without its partitions' operations (or, for a
+run that cannot be read, the message saying why), then one
+    row per partition: its pickled, compacted report and when its first invalidating anomaly
+    was complete (history time in ns, or None). The run is loaded once, as `fencepost check`
+    loads it, and its partitions checked by `checkers.check_partition`."""
+    try:
+        run = load_run(run_dir)
+    except BadInput as e:  # one unreadable run is that run's error, not the campaign's
+        return [(run_id, "", -1, pickle.dumps((str(e), config_of(run_dir))), None)]
+    reports = check_partitions(run, jobs=1)
     header = replace(run, partitions={key: _stub(ph) for key, ph in run.partitions.items()})
-    rows = [(run_id, "", -1, pickle.dumps((header, config_of(Path(run_dir)))))]
-    for (topic, partition), ph in run.partitions.items():
-        rows.append((run_id, topic, partition, pickle.dumps((ph, run.options, run.invalid_anomalies))))
+    rows = [(run_id, "", -1, pickle.dumps((header, config_of(run_dir))), None)]
+    for ((topic, partition), ph), report in zip(run.partitions.items(), reports):
+        rows.append((run_id, topic, partition, pickle.dumps(compact(report, EXAMPLES_KEPT)),
+                     _first_evidence(ph, report, run.invalid_anomalies)))
     return rows
 
 
@@ -54,15 +64,6 @@ def _stub(ph: PartitionHistory) -> PartitionHistory:
     """What the verdict reads of a partition: whether its final read is there and complete."""
     return PartitionHistory(ph.topic, ph.partition, final=None if ph.final is None else [],
                             final_complete=ph.final_complete)
-
-
-def check_payload(payload: bytes) -> tuple[bytes, int | None]:
-    """(the pickled, compacted report, the history time in ns at which the evidence of the
-    first invalidating anomaly was complete, or None) of one partition's payload."""
-    ph, options, invalid = pickle.loads(payload)
-    report = check_partition(ph, options)
-    detected = _first_evidence(ph, report, invalid)
-    return pickle.dumps(compact(report, EXAMPLES_KEPT)), detected
 
 
 def _first_evidence(ph: PartitionHistory, report: PartitionReport, invalid: frozenset[str]) -> int | None:
@@ -97,6 +98,8 @@ class RunVerdict:
 
 def judge(run_id: str, header_payload: bytes, reports: list[tuple[bytes, int | None]]) -> RunVerdict:
     header, config = pickle.loads(header_payload)
+    if isinstance(header, str):
+        return RunVerdict(run_id, config, "crashed", {}, None, [f"unreadable: {header}"])
     header: LoadedRun
     loaded = [pickle.loads(report) for report, _ in reports]
     verdict = decide(header, loaded)

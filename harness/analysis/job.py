@@ -1,90 +1,93 @@
-"""The Spark job of `fencepost analyze`.
+"""The Spark job of `fencepost analyze`: one group per run, through `applyInPandas`.
 
-1. Every run's history.jsonl and final.jsonl to Parquet (`parquet/history`,
-   `parquet/final`, one row per line, the run's id beside it), read by Spark itself.
-2. Every run loaded as `fencepost check` loads it (one task per run) into a header and
-   one payload per partition, written to `parquet/partitions`.
-3. The partitions read back and checked, one group per (run, topic, partition), by
-   `applyInPandas` with `checkers.check_partition` (checks.py).
-4. On the driver, each run's verdict from its header and its partitions' reports.
+The DataFrame holds one row per run (its id, directory and number); grouped by run, each
+group is handed to a Python worker, which
+1. copies the run's history.jsonl and final.jsonl to Parquet (`OUT/parquet/history/`,
+   `OUT/parquet/final/`, one file per run, one row per line, the run's id beside it: see
+   parquet.py), for Spark SQL over the campaign afterwards;
+2. loads the run as `fencepost check` loads it, once (grouping operations into partitions
+   needs the whole history), and checks each partition with `checkers.check_partition`;
+3. returns a header row and one report row per partition (checks.py).
+On the driver, each run's verdict is decided from its header and its partitions' reports.
 
-`local[*]` by default; `--master` takes any Spark master URL, where the workers have
-fencepost installed and OUT and the run directories are on storage they all read.
+A task per run (adaptive coalescing off), so that runs spread over every core and the
+progress bar counts runs. `local[*]` by default; `--master` takes any Spark master URL,
+where the workers have fencepost installed and OUT and the run directories are on storage
+they all read.
 """
 from __future__ import annotations
 
+import gc
 import os
+import shutil
 import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
-from harness.analysis.checks import RunVerdict, check_payload, judge, split_run
+from harness.analysis.checks import RunVerdict, check_run_rows, judge
 
-HISTORY_FIELDS = (("index", "long"), ("time", "long"), ("process", "string"), ("type", "string"),
-                  ("f", "string"), ("value", "string"), ("error", "string"))
-FINAL_FIELDS = (("kind", "string"), ("node", "string"), ("topic", "string"), ("partition", "integer"),
-                ("offset", "long"), ("value", "string"), ("leader_epoch", "integer"), ("log_end_offset", "long"),
-                ("high_watermark", "long"), ("complete", "boolean"))
-CHECKED_SCHEMA = "run_id string, topic string, partition int, report binary, detected long"
+CHECKED_SCHEMA = "run_id string, topic string, partition int, payload binary, detected long"
+PARQUET_TABLES = ("history", "final")
 
 
-def spark_session(master: str | None):
-    """A session for the job; in local mode bound to loopback only."""
+def spark_session(master: str | None, settings: dict[str, str] | None = None):
+    """A session for the job, with `settings` (Spark configuration) on top of ours; in local
+    mode bound to loopback only."""
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = (SparkSession.builder.appName("fencepost-analyze").master(master or "local[*]")
                .config("spark.ui.enabled", "false")
                .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-               .config("spark.sql.shuffle.partitions", str(max(2, os.cpu_count() or 2))))
+               .config("spark.sql.adaptive.coalescePartitions.enabled", "false"))
     if not master or master.startswith("local"):
         os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"  # local mode talks over loopback only
         builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+    for key, value in (settings or {}).items():
+        builder = builder.config(key, value)
     return builder.getOrCreate()
 
 
 def run_job(spark, runs: list[tuple[str, Path]], out: Path,
             say: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True)) -> list[RunVerdict]:
-    from pyspark.sql import functions as F
-
-    parquet = out / "parquet"
-    paths = spark.createDataFrame([(str(d.resolve()), run_id) for run_id, d in runs], "dir string, run_id string")
-    for name, fields in (("history", HISTORY_FIELDS), ("final", FINAL_FIELDS)):
-        files = [str((d / f"{name}.jsonl").resolve()) for _, d in runs if (d / f"{name}.jsonl").is_file()]
-        say(f"analyze: {name}.jsonl of {len(files)} runs to {parquet / name}")
-        if not files:
-            continue
-        schema = ", ".join(f"{n} {t}" for n, t in fields)
-        lines = (spark.read.schema(schema).json(files)
-                 .withColumn("dir", F.regexp_extract(F.regexp_replace(F.input_file_name(), "^file:/+", "/"),
-                                                     r"^(.*)/[^/]+$", 1)))
-        lines.join(F.broadcast(paths), "dir").drop("dir").write.mode("overwrite").parquet(str(parquet / name))
-
-    say(f"analyze: loading {len(runs)} runs into per-partition inputs ({parquet / 'partitions'})")
-    split = spark.sparkContext.parallelize([(r, str(d)) for r, d in runs], max(1, len(runs)))
-    (spark.createDataFrame(split.flatMap(lambda run: split_run(*run)),
-                           "run_id string, topic string, partition int, payload binary")
-     .write.mode("overwrite").parquet(str(parquet / "partitions")))
-    partitions = spark.read.parquet(str(parquet / "partitions"))
-
-    say("analyze: checking every partition (applyInPandas)")
-    checked = (partitions.filter(F.col("partition") >= 0)
-               .groupBy("run_id", "topic", "partition").applyInPandas(_check_group, CHECKED_SCHEMA)
-               .collect())
-    headers = {row.run_id: bytes(row.payload) for row in partitions.filter(F.col("partition") < 0).collect()}
+    parquet = (out / "parquet").resolve()
+    for table in PARQUET_TABLES:  # this analysis's copies only, never an earlier one's
+        shutil.rmtree(parquet / table, ignore_errors=True)
+    say(f"analyze: checking {len(runs)} runs on {spark.sparkContext.master}; Parquet copies in {parquet}")
+    spark.conf.set("spark.sql.shuffle.partitions", str(max(1, len(runs))))
+    frame = spark.createDataFrame([(run_id, str(d.resolve()), number, str(parquet))
+                                   for number, (run_id, d) in enumerate(runs)],
+                                  "run_id string, dir string, number int, parquet string")
+    checked = frame.groupBy("run_id").applyInPandas(_check_group, CHECKED_SCHEMA).collect()
+    headers = {row.run_id: bytes(row.payload) for row in checked if row.partition < 0}
     by_run: dict[str, list[tuple[bytes, int | None]]] = {run_id: [] for run_id in headers}
-    for row in sorted(checked, key=lambda r: (r.run_id, r.topic, r.partition)):
-        by_run[row.run_id].append((bytes(row.report), None if row.detected is None else int(row.detected)))
+    for row in sorted((r for r in checked if r.partition >= 0), key=lambda r: (r.run_id, r.topic, r.partition)):
+        by_run[row.run_id].append((bytes(row.payload), None if row.detected is None else int(row.detected)))
     return [replace(judge(run_id, headers[run_id], by_run[run_id]), run_dir=str(run_dir))
             for run_id, run_dir in runs if run_id in headers]
 
 
 def _check_group(frame):
-    """applyInPandas: the rows of one (run, topic, partition): its payload, checked."""
+    """applyInPandas: one run's row in, its header and partition rows out."""
     import pandas as pd
 
-    row = frame.iloc[0]
-    report, detected = check_payload(bytes(row["payload"]))
-    return pd.DataFrame({"run_id": [row["run_id"]], "topic": [row["topic"]], "partition": [int(row["partition"])],
-                         "report": [report], "detected": pd.array([detected], dtype="Int64")})
+    from harness.analysis.parquet import copy_final, copy_history
+
+    run = frame.iloc[0]
+    run_dir, parquet = Path(run["dir"]), Path(run["parquet"])
+    part = f"part-{int(run['number']):05d}.parquet"
+    was_enabled = gc.isenabled()
+    gc.disable()  # parsing builds hundreds of thousands of objects and frees them all at once
+    try:
+        for table, name in ((copy_history, "history"), (copy_final, "final")):
+            source = run_dir / f"{name}.jsonl"
+            if source.is_file():
+                table(source, parquet / name / part, run["run_id"])
+        rows = check_run_rows(run["run_id"], run_dir)
+    finally:
+        if was_enabled:
+            gc.enable()
+    columns = list(zip(*rows))
+    return pd.DataFrame({"run_id": columns[0], "topic": columns[1], "partition": pd.array(columns[2], dtype="int32"),
+                         "payload": columns[3], "detected": pd.array(columns[4], dtype="Int64")})
