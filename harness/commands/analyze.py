@@ -16,19 +16,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="campaign directories, run directories, or folders holding runs")
     parser.add_argument("--master", help="the Spark master URL (default local[*])")
     parser.add_argument("--out", type=Path, help="where analysis/ goes (default: CAMPAIGN_DIR/analysis)")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="a Spark setting, e.g. spark.executor.memory=4g (repeatable)")
 
 
 def run(args: argparse.Namespace) -> int:
     from harness.analysis.runs import find_runs
     from harness.errors import BadInput
 
+    confs = spark_settings(args.conf)
     runs = find_runs(args.paths)
     out = args.out or (args.paths[0] / "analysis")
     try:
         from harness.analysis.job import run_job, spark_session
     except ImportError as e:
         raise BadInput(f"fencepost analyze needs PySpark, pandas and pyarrow ({e}): pip install 'fencepost[spark]'")
-    spark = spark_session(args.master)
+    spark = spark_session(args.master, confs)
     try:
         verdicts = run_job(spark, runs, out)
     finally:
@@ -40,3 +43,15 @@ def run(args: argparse.Namespace) -> int:
     print(render(configuration_rows(verdicts)))
     print(f"report: {written['report']}; summary: {written['summary']}; junit: {written['junit']}", file=sys.stderr)
     return 0
+
+
+def spark_settings(pairs: list[str]) -> dict[str, str]:
+    from harness.errors import BadInput
+
+    settings = {}
+    for pair in pairs:
+        key, eq, value = pair.partition("=")
+        if not eq or not key.strip():
+            raise BadInput(f"--conf {pair!r}: give KEY=VALUE, e.g. --conf spark.executor.memory=4g")
+        settings[key.strip()] = value
+    return settings
