@@ -53,6 +53,16 @@ def test_the_shipped_campaigns_plan_what_their_comments_say():
     assert {r.spec.nemesis.faults for r in truncation.runs} == {"leader-bounce", "zombie", "kill", "partition"}
     stock = load_campaign(REPO / "campaigns" / "stock.toml")
     assert len(stock.runs) == 15 and {r.spec.system for r in stock.runs} == {"kafka:3.9.1", "kafka:4.3.1"}
+    own = load_campaign(REPO / "campaigns" / "false-alarms.toml")
+    assert len(own.runs) == 50 and {(r.spec.system, r.spec.truncation, r.spec.nemesis.faults, r.spec.time_limit)
+                                    for r in own.runs} == {("own", "kip320", "kill,pause,partition", 30.0)}
+    kafka = load_campaign(REPO / "campaigns" / "false-alarms-stock.toml")
+    assert len(kafka.runs) == 10 and {(r.spec.system, r.spec.truncation) for r in kafka.runs} == {("kafka:4.3.1",
+                                                                                                  "kip320")}
+    power = load_campaign(REPO / "campaigns" / "power.toml")
+    assert len(power.runs) == 40 and {(r.spec.truncation, r.spec.nemesis.faults, r.spec.time_limit)
+                                      for r in power.runs} == {(t, f, 60.0) for t in ("hw", "kip101")
+                                                               for f in ("kill,pause,partition", "leader-bounce")}
 
 
 @pytest.mark.parametrize("text, message", [
