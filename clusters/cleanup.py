@@ -4,10 +4,13 @@ links `fpb*`/`fpv*`, iptables rules with the `fencepost` comment (netns); contai
 and networks labelled `fencepost.cluster` (docker); processes whose environment
 carries the `FENCEPOST_CLUSTER` marker (every local backend). ssh hosts are real
 machines it has no configuration for: `fencepost cluster down` cleans those.
+Given cluster names, it removes only what those clusters left, so a crashed run can be
+cleaned up while other clusters (a campaign) keep running on the same machine.
 """
 from __future__ import annotations
 
 import signal
+from typing import Collection
 
 from clusters.errors import ClusterConfigError, HostError
 from clusters.hosts import backend_module
@@ -16,11 +19,11 @@ from clusters.hosts.local_process import local_state, marked_processes, signal_l
 LOCAL_BACKENDS = ("netns", "docker", "process")
 
 
-def cleanup_everything() -> tuple[list[str], list[str]]:
-    """(what was removed, what could not be checked and why)."""
+def cleanup_everything(clusters: Collection[str] = ()) -> tuple[list[str], list[str]]:
+    """(what was removed, what could not be checked and why); only `clusters`' leftovers when named."""
     removed: list[str] = []
     skipped: list[str] = []
-    strays = marked_processes()
+    strays = {pid: cluster for pid, cluster in marked_processes().items() if not clusters or cluster in clusters}
     for pid in strays:
         signal_local(pid, signal.SIGKILL)
     for pid, cluster in sorted(strays.items()):
@@ -28,7 +31,7 @@ def cleanup_everything() -> tuple[list[str], list[str]]:
             removed.append(f"process {pid} (cluster {cluster})")
     for name in LOCAL_BACKENDS:
         try:
-            removed += backend_module(name).cleanup()
+            removed += backend_module(name).cleanup(clusters)
         except (ClusterConfigError, HostError, ImportError, OSError) as e:
             skipped.append(f"{name}: {e}")
     return removed, skipped

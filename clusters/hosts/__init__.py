@@ -6,8 +6,9 @@ Each backend is a module here with:
   backends put node directories under it); `options` a mapping of
   backend-specific settings, validated there (ClusterConfigError names a bad one);
 - `attach(state) -> HostSet` — the same hosts again from `HostSet.state()`;
-- `cleanup() -> list[str]` — remove what crashed clusters left on this backend
-  (only things whose names start with the project's prefix); what it removed.
+- `cleanup(clusters=()) -> list[str]` — remove what crashed clusters (all, or only
+  the named ones) left on this backend (only things whose names start with the
+  project's prefix); what it removed.
 """
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ import signal
 import tarfile
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Collection, Iterable, Mapping, Sequence
 
 import docker
 import docker.errors
@@ -333,10 +333,13 @@ def attach(state: Mapping[str, Any]) -> DockerHostSet:
     return DockerHostSet(client, cluster, hosts, state["image"])
 
 
-def cleanup() -> list[str]:
-    """Remove every container and network labelled `fencepost.cluster` (any cluster) with our name
-    prefix, and nothing else; what was removed. Images stay: they are a cache.
-    ClusterConfigError when no daemon answers (then nothing could be checked)."""
+def cleanup(clusters: Collection[str] = ()) -> list[str]:
+    """Remove every container and network labelled `fencepost.cluster` (any cluster, or only the
+    named `clusters`) with our name prefix, and nothing else; what was removed. Images stay:
+    they are a cache. ClusterConfigError when no daemon answers (then nothing could be checked)."""
     client = connect()
-    return remove_all(labelled_containers(client, None), labelled_networks(client, None))
+    if not clusters:
+        return remove_all(labelled_containers(client, None), labelled_networks(client, None))
+    return remove_all([c for name in clusters for c in labelled_containers(client, name)],
+                      [n for name in clusters for n in labelled_networks(client, name)])
 

@@ -16,7 +16,7 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Collection, Iterable, Mapping, Sequence
 
 from clusters.errors import ClusterConfigError, HostError
 from clusters.hosts import iptables
@@ -204,22 +204,23 @@ def attach(state: Mapping[str, Any]) -> NetnsHostSet:
     return NetnsHostSet(net, {node: entry["workdir"] for node, entry in state["nodes"].items()})
 
 
-def cleanup() -> list[str]:
+def cleanup(clusters: Collection[str] = ()) -> list[str]:
     """Remove every namespace named `fp-*` (killing what runs in it), every link named `fpb*` or
     `fpv*`, and every root-namespace iptables rule with a `fencepost:` comment; nothing else.
-    What was removed, one description each."""
+    With `clusters` named, only theirs (netns_network.owned_*), so a crashed run can be
+    cleaned while other clusters run. What was removed, one description each."""
     check_machine()
     removed = []
-    ours = [ns for ns in network.namespaces() if ns.startswith(network.NAMESPACE_PREFIX)]
+    ours = [ns for ns in network.namespaces() if network.owned_namespace(ns, clusters)]
     killed = {ns: kill_namespace_processes(ns) for ns in ours}
     # links before namespaces: a namespace's veth otherwise vanishes later, asynchronously
     for name in network.link_names():
-        if name.startswith((network.VETH_PREFIX, network.BRIDGE_PREFIX)) and network.delete_link(name):
+        if network.owned_link(name, clusters) and network.delete_link(name):
             removed.append(f"link {name}")
     for namespace in ours:
         if network.delete_namespace(namespace):
             removed.append(f"namespace {namespace}" + (f" (killed pids {killed[namespace]})" if killed[namespace] else ""))
     for rule in network.our_rules():
-        if network.delete_rule(rule):
+        if network.owned_rule(rule, clusters) and network.delete_rule(rule):
             removed.append(f"iptables rule {' '.join(rule)}")
     return removed

@@ -19,7 +19,7 @@ import re
 import shlex
 import subprocess
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Collection, Sequence
 
 from clusters.errors import ClusterConfigError, HostError
 from clusters.hosts.base import NAME_PREFIX
@@ -94,6 +94,40 @@ def plan(cluster: str, nodes: Sequence[str], subnet: str = DEFAULT_SUBNET) -> Cl
                   for i, node in enumerate(nodes))
     assert all(len(link.veth) <= MAX_IFNAME for link in links), "more nodes than veth names"
     return ClusterNetwork(cluster, str(network), f"{BRIDGE_PREFIX}{digest}", str(usable[0]), links)
+
+
+def owned_namespace(name: str, clusters: Collection[str] = ()) -> bool:
+    """Whether a namespace is ours to clean up: any `fp-*` when no cluster is named, else
+    `fp-<cluster>-<node>` of a named cluster (node names carry no dash, so cluster `a`
+    does not claim `fp-a-b-n1` of cluster `a-b`)."""
+    if not clusters:
+        return name.startswith(NAMESPACE_PREFIX)
+    for cluster in clusters:
+        head = f"{NAMESPACE_PREFIX}{cluster}-"
+        if name.startswith(head) and "-" not in name[len(head):]:
+            return True
+    return False
+
+
+def owned_link(name: str, clusters: Collection[str] = ()) -> bool:
+    """Whether a link is ours: any `fpb*`/`fpv*` when no cluster is named, else a named
+    cluster's bridge or veths (by the hash of its name)."""
+    if not clusters:
+        return name.startswith((VETH_PREFIX, BRIDGE_PREFIX))
+    for digest in map(short_hash, clusters):
+        if name == BRIDGE_PREFIX + digest:
+            return True
+        if name.startswith(VETH_PREFIX + digest) and name[len(VETH_PREFIX + digest):].isdigit():
+            return True
+    return False
+
+
+def owned_rule(rule: Sequence[str], clusters: Collection[str] = ()) -> bool:
+    """Whether a rule of `our_rules()` belongs to a named cluster (every one when none is named)."""
+    if not clusters:
+        return True
+    comments = {RULE_COMMENT_PREFIX + BRIDGE_PREFIX + short_hash(c) for c in clusters}
+    return any(word in comments for word in rule)
 
 
 # -- commands in the root namespace -----------------------------------------------------------

@@ -12,7 +12,7 @@ import signal
 import socket
 import sys
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Collection, Iterable, Mapping, Sequence
 
 from clusters.errors import ClusterConfigError
 from clusters.hosts.base import CLUSTER_ENV, NODE_ENV, CommandResult, HostSet, ProcessHandle
@@ -118,6 +118,6 @@ def attach(state: Mapping[str, Any]) -> ProcessHostSet:
         for n, node in state["nodes"].items()})
 
 
-def cleanup() -> list[str]:
+def cleanup(clusters: Collection[str] = ()) -> list[str]:
     """Nothing of its own to remove: its strays are processes, which cleanup finds by their marker."""
     return []

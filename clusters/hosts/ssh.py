@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 from signal import Signals
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Collection, Iterable, Mapping, Sequence
 
 from clusters.errors import ClusterConfigError, HostError
 from clusters.hosts import ssh_commands as commands
@@ -228,7 +228,7 @@ def attach(state: Mapping[str, Any]) -> SshHostSet:
         for n, node in state["nodes"].items()})
 
 
-def cleanup() -> list[str]:
+def cleanup(clusters: Collection[str] = ()) -> list[str]:
     """Nothing: without a cluster's configuration there are no machines to visit. A cluster's
     own `down` (HostSet.destroy) kills its processes and removes its chain on every host."""
     return []

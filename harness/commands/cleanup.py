@@ -12,13 +12,15 @@ HELP = "remove what crashed runs left: fp-* namespaces, links, rules, containers
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    pass
+    parser.add_argument("--cluster", action="append", default=[], metavar="NAME",
+                        help="remove only what this cluster left (repeatable; a run's cluster is "
+                             "run-<last 6 characters of its run directory>); default: every cluster's")
 
 
 def run(args: argparse.Namespace) -> int:
     from clusters.cleanup import cleanup_everything
 
-    removed, skipped = cleanup_everything()
+    removed, skipped = cleanup_everything(args.cluster)
     for item in removed:
         print(f"removed {item}")
     for item in skipped:
