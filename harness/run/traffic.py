@@ -4,19 +4,25 @@ recorder, driven by the scheduler (harness/scheduler.py) — and the final reads
 `start_traffic(spec, bootstrap, recorder, partitions) -> Traffic`: `run(limit)` in
 the caller's thread, `stop()` from any thread, `counts()` for the progress line,
 `close(timeout)` when the main phase is over (sends without a delivery report by
-then are recorded `info`).
+then are recorded `info`). `write_final_reads` publishes the final reads whole or not
+at all (a temporary file, fsynced, renamed): a partition's read cut short by a killed
+harness would otherwise look complete, and the checkers would call the writes after
+the cut lost.
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Sequence
+
+import orjson
 
 from harness.errors import BadInput
 from harness.history import Recorder
 from harness.run.spec import TestSpec
 from harness.scheduler import Lane, Scheduler, plan_processes
 from workloads.consumer import ConsumerOptions, ConsumerWorkload
-from workloads.final_read import append_final_reads
+from workloads.final_read import final_read_lines
 from workloads.producer import ProducerOptions, ProducerWorkload
 from workloads.recording import WorkloadConfigError
 
@@ -63,5 +69,25 @@ def start_traffic(spec: TestSpec, bootstrap: str, recorder: Recorder, partitions
 
 
 def write_final_reads(spec: TestSpec, bootstrap: str, partitions: Sequence[int], path: Path) -> int:
-    return append_final_reads(path, bootstrap, spec.topic.name, partitions, spec.timeouts.final_read,
-                              QUIET_CLIENTS)
+    """Read every partition and add the lines to final.jsonl at `path`, atomically; how many."""
+    lines = final_read_lines(bootstrap, spec.topic.name, partitions, spec.timeouts.final_read, QUIET_CLIENTS)
+    return publish_lines(path, [orjson.dumps(line) for line in lines])
+
+
+def publish_lines(path: Path, lines: Sequence[bytes]) -> int:
+    """`path` with `lines` added (one JSON document each), replaced in one rename after an
+    fsync: a crash leaves the old file or the new one, never a part; how many lines."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    old = path.read_bytes() if path.exists() else b""
+    with open(tmp, "wb") as out:
+        out.write(old + b"".join(line + b"\n" for line in lines))
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(tmp, path)
+    directory = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
+    return len(lines)
