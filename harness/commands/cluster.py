@@ -95,9 +95,14 @@ def _up(args: argparse.Namespace) -> int:
     from clusters.store import state_path
     from clusters.systems.base import TopicSpec
     from harness.interrupts import sigterm_as_interrupt
+    from harness.run.spec import MAX_NODES, MAX_PARTITIONS, TOPIC_NAME
 
-    if args.nodes < 1:
-        raise BadInput(f"--nodes {args.nodes}: a cluster needs at least one broker")
+    if not 1 <= args.nodes <= MAX_NODES:
+        raise BadInput(f"--nodes {args.nodes}: give 1..{MAX_NODES} brokers")
+    if args.topic and not (TOPIC_NAME.fullmatch(args.topic) and args.topic not in (".", "..")):
+        raise BadInput(f"--topic {args.topic!r}: a Kafka topic name is 1..249 of letters, digits, '.', '_' and '-'")
+    if args.topic and not 1 <= args.partitions <= MAX_PARTITIONS:
+        raise BadInput(f"--partitions {args.partitions}: give 1..{MAX_PARTITIONS}")
     if args.topic and not 1 <= args.replication_factor <= args.nodes:
         raise BadInput(f"--replication-factor {args.replication_factor}: give 1..{args.nodes} (the brokers)")
     directory = cluster_dir(args.results, args.name)

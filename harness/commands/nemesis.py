@@ -47,9 +47,16 @@ def run(args: argparse.Namespace) -> int:
     from clusters.errors import ClusterConfigError, HostError
     from harness.commands.cluster import cluster_dir
     from harness.history import HistoryWriter, Recorder
-    from nemesis import heal_cluster, start_fault
+    from harness.run.spec import MAX_SECONDS
+    from nemesis import heal_cluster, parse_fault, start_fault
 
+    if not 0 < args.timeout <= MAX_SECONDS:  # also nan
+        raise BadInput(f"--timeout {args.timeout:g}: give seconds > 0, at most {MAX_SECONDS:g}")
     try:
+        if args.action == "start":  # a bad fault is refused before the cluster is looked up
+            named = parse_fault(args.fault)
+            if args.target is not None:
+                parse_fault(f"{named.name}:{args.target}")
         cluster = Cluster.attach(cluster_dir(args.results, args.cluster))
         with HistoryWriter(cluster.directory / HISTORY) as writer:
             recorder = Recorder(writer)

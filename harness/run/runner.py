@@ -66,7 +66,11 @@ def run_test(spec: TestSpec, progress: Progress) -> RunOutcome:
 def _run_test(spec: TestSpec, progress: Progress) -> RunOutcome:
     started = time.monotonic()
     results = Path(spec.results)
-    run_dir = new_run_dir(results, spec.name)
+    try:
+        run_dir = new_run_dir(results, spec.name)
+    except (OSError, ValueError) as e:
+        raise BadInput(f"results = {spec.results!r}: cannot make a run directory there ({e}); "
+                       "give a folder you can write") from None
     log = run_logger(run_dir)
     outcome = RunOutcome(run_dir, None, None)
     (run_dir / TEST).write_bytes(orjson.dumps(spec.to_json(), option=orjson.OPT_INDENT_2))

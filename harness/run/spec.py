@@ -8,6 +8,8 @@ keys are the dataclasses below; `docs/RUN.md` lists them with their defaults.
 """
 from __future__ import annotations
 
+import math
+import re
 import tomllib
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
@@ -22,6 +24,15 @@ FLUSHES = ("os", "fsync", "lazy")
 SCHEDULES = ("fixed", "random", "scripted")
 CONSUMER_MODES = ("assign", "subscribe")
 PARTITION_CHOICES = ("round-robin", "random", "key")
+CHECKER_KEYS = ("invalid", "linearizability", "linear_method", "search_budget")
+MAX_SECONDS = 366 * 24 * 3600.0  # a year: beyond it a wait overflows the clock's timeout (threading.TIMEOUT_MAX)
+MAX_RATE = 1_000_000.0
+MAX_NODES = 250  # a /24 test subnet holds 253 hosts: brokers, controllers and the bridge
+MAX_PROCESSES = 1000
+MAX_PARTITIONS = 10_000
+MAX_NAME = 100
+TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")  # Kafka's rule for topic names
+INT32_MAX = 2**31 - 1
 
 
 @dataclass(frozen=True)
@@ -114,6 +125,8 @@ def load_toml(path: Path) -> dict[str, Any]:
         raise BadInput(f"--config {path}: no such file") from None
     except tomllib.TOMLDecodeError as e:
         raise BadInput(f"--config {path}: not valid TOML: {e}") from None
+    except UnicodeDecodeError as e:
+        raise BadInput(f"--config {path}: not valid TOML: not UTF-8 text ({e})") from None
     except OSError as e:
         raise BadInput(f"--config {path}: cannot read it: {e}") from None
 
@@ -180,10 +193,14 @@ def _typed(where: str, value: Any, annotation: Any, name: str) -> Any:
     if kind == "float":
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise BadInput(f"{where} = {value!r}: give a number")
+        if not math.isfinite(value):
+            raise BadInput(f"{where} = {value!r}: give a finite number")
         return float(value)
     if kind == "str":
         if not isinstance(value, str):
             raise BadInput(f"{where} = {value!r}: give a string")
+        if "\x00" in value:
+            raise BadInput(f"{where} = {value!r}: a string without NUL characters")
         return value
     return value
 
@@ -204,40 +221,111 @@ def _checked(spec: TestSpec) -> TestSpec:
     def need(ok: bool, message: str) -> None:
         if not ok:
             raise BadInput(message)
-    need(bool(spec.name) and "/" not in spec.name and not spec.name.startswith("."),
-         f"name = {spec.name!r}: a test name is a folder name under results/ (no '/', not starting with '.')")
+    need(bool(spec.name) and "/" not in spec.name and not spec.name.startswith(".") and spec.name != "latest"
+         and len(spec.name) <= MAX_NAME and spec.name.isprintable(),
+         f"name = {spec.name!r}: a test name is a folder name under results/ (printable, no '/', not starting "
+         f"with '.', not 'latest', at most {MAX_NAME} characters)")
     need(spec.backend in BACKENDS, f"backend = {spec.backend!r}: choose one of {', '.join(BACKENDS)}")
     need(spec.truncation in TRUNCATIONS, f"truncation = {spec.truncation!r}: choose one of {', '.join(TRUNCATIONS)}")
     need(spec.flush in FLUSHES, f"flush = {spec.flush!r}: choose one of {', '.join(FLUSHES)}")
-    need(spec.nodes >= 1, f"nodes = {spec.nodes}: a cluster needs at least one broker")
-    need(spec.time_limit > 0, f"time_limit = {spec.time_limit:g}: give seconds > 0")
-    need(spec.rate > 0, f"rate = {spec.rate:g}: give operations per second > 0")
-    need(spec.concurrency >= 1, f"concurrency = {spec.concurrency}: give at least 1 producer process")
+    need(1 <= spec.nodes <= MAX_NODES, f"nodes = {spec.nodes}: give 1..{MAX_NODES} brokers")
+    need(0 < spec.time_limit <= MAX_SECONDS, f"time_limit = {spec.time_limit:g}: give seconds > 0, at most {MAX_SECONDS:g}")
+    need(1 / MAX_SECONDS <= spec.rate <= MAX_RATE,
+         f"rate = {spec.rate:g}: give operations per second > 0 (from {1 / MAX_SECONDS:.2g} to {MAX_RATE:g})")
+    need(1 <= spec.concurrency <= MAX_PROCESSES,
+         f"concurrency = {spec.concurrency}: give 1..{MAX_PROCESSES} producer processes")
     t = spec.topic
-    need(t.partitions >= 1, f"topic.partitions = {t.partitions}: give at least 1")
+    need(bool(TOPIC_NAME.fullmatch(t.name)) and t.name not in (".", ".."),
+         f"topic.name = {t.name!r}: a Kafka topic name is 1..249 of letters, digits, '.', '_' and '-'")
+    need(1 <= t.partitions <= MAX_PARTITIONS, f"topic.partitions = {t.partitions}: give 1..{MAX_PARTITIONS}")
     need(1 <= t.replication_factor <= spec.nodes,
          f"topic.replication_factor = {t.replication_factor}: give 1..{spec.nodes} (the number of brokers)")
     need(1 <= t.min_insync_replicas <= t.replication_factor,
          f"topic.min_insync_replicas = {t.min_insync_replicas}: give 1..{t.replication_factor} (the replication factor)")
     n = spec.nemesis
     need(n.schedule in SCHEDULES, f"nemesis.schedule = {n.schedule!r}: choose one of {', '.join(SCHEDULES)}")
-    need(n.interval > 0, f"nemesis.interval = {n.interval:g}: give seconds > 0")
+    need(0 < n.interval <= MAX_SECONDS, f"nemesis.interval = {n.interval:g}: give seconds > 0, at most {MAX_SECONDS:g}")
     need(n.schedule != "scripted" or bool(n.script),
          "nemesis.schedule = \"scripted\" needs [[nemesis.script]] entries (at, action)")
     p = spec.producer
-    need(p.retries >= 0, f"producer.retries = {p.retries}: give 0 or more")
-    need(p.max_in_flight >= 1, f"producer.max_in_flight = {p.max_in_flight}: give at least 1")
-    need(p.linger_ms >= 0, f"producer.linger_ms = {p.linger_ms}: give 0 or more")
-    need(p.message_timeout_ms > 0 and p.request_timeout_ms > 0,
-         "producer.message_timeout_ms and request_timeout_ms: give milliseconds > 0")
+    # the ranges librdkafka accepts: outside them the producer refuses to start, mid-run
+    need(0 <= p.retries <= INT32_MAX, f"producer.retries = {p.retries}: give 0..{INT32_MAX}")
+    need(1 <= p.max_in_flight <= 1_000_000, f"producer.max_in_flight = {p.max_in_flight}: give 1..1000000")
+    need(0 <= p.linger_ms <= 900_000, f"producer.linger_ms = {p.linger_ms}: give 0..900000")
+    need(1 <= p.message_timeout_ms <= INT32_MAX,
+         f"producer.message_timeout_ms = {p.message_timeout_ms}: give milliseconds 1..{INT32_MAX}")
+    need(1 <= p.request_timeout_ms <= 900_000,
+         f"producer.request_timeout_ms = {p.request_timeout_ms}: give milliseconds 1..900000")
     need(p.partition_choice in PARTITION_CHOICES,
          f"producer.partition_choice = {p.partition_choice!r}: choose one of {', '.join(PARTITION_CHOICES)}")
     need(not p.idempotent or p.retries >= 1,
          "producer.idempotent = true needs producer.retries >= 1 (librdkafka refuses idempotence without retries)")
     c = spec.consumer
-    need(c.processes >= 0, f"consumer.processes = {c.processes}: give 0 or more")
+    need(0 <= c.processes <= MAX_PROCESSES, f"consumer.processes = {c.processes}: give 0..{MAX_PROCESSES}")
     need(c.mode in CONSUMER_MODES, f"consumer.mode = {c.mode!r}: choose one of {', '.join(CONSUMER_MODES)}")
     for phase in fields(PhaseTimeouts):
         seconds = getattr(spec.timeouts, phase.name)
-        need(seconds > 0, f"timeouts.{phase.name} = {seconds:g}: give seconds > 0")
+        need(0 < seconds <= MAX_SECONDS, f"timeouts.{phase.name} = {seconds:g}: give seconds > 0, at most {MAX_SECONDS:g}")
+    _check_nemesis(spec)
+    _check_system(spec)
+    _check_checker(spec)
     return spec
+
+
+# What the cluster, the nemesis and the checker would refuse only once a cluster is up: asked here,
+# so that a bad value exits 254 before anything starts.
+
+def _check_nemesis(spec: TestSpec) -> None:
+    from clusters.errors import ClusterConfigError
+    from nemesis import make_schedule
+    n = spec.nemesis
+    if not spec.faults and n.schedule != "scripted":
+        return
+    try:
+        make_schedule(n.schedule, spec.faults, n.interval, list(n.script) or None)
+    except ClusterConfigError as e:
+        key = "nemesis.script" if n.schedule == "scripted" else "nemesis.faults"
+        raise BadInput(f"{key}: {e}") from None
+
+
+def _check_system(spec: TestSpec) -> None:
+    from clusters.errors import ClusterConfigError
+    options = {"truncation": spec.truncation, "flush": spec.flush,
+               "min_insync_replicas": spec.topic.min_insync_replicas, **spec.system_options}
+    try:
+        if spec.system == "own":
+            from clusters.systems.own import OwnOptions
+            OwnOptions.from_mapping(options)
+        elif spec.system == "kafka" or spec.system.startswith("kafka:"):
+            from clusters.systems.kafka.options import KafkaOptions
+            KafkaOptions.from_mapping(options)  # the jars are resolved (Maven) at setup
+        else:
+            raise BadInput(f"system = {spec.system!r}: choose own, or kafka:VERSION (e.g. kafka:3.9.1)")
+    except ClusterConfigError as e:
+        raise BadInput(f"system_options: {e}") from None
+    names = _backend_option_names(spec.backend)
+    unknown = sorted(set(spec.backend_options) - set(names))
+    if unknown:
+        raise BadInput(f"backend_options: the {spec.backend} backend has no option {unknown[0]!r}; "
+                       f"its options: {', '.join(names) or 'none'}")  # values are checked by the backend
+
+
+def _backend_option_names(backend: str) -> tuple[str, ...]:
+    if backend == "netns":
+        from clusters.hosts.netns import OPTIONS
+        return tuple(OPTIONS)
+    if backend == "docker":
+        from clusters.hosts.docker import OPTIONS
+        return tuple(OPTIONS)
+    if backend == "ssh":
+        from clusters.hosts.ssh_options import OPTION_NAMES
+        return tuple(OPTION_NAMES)
+    return ()  # the process backend takes none
+
+
+def _check_checker(spec: TestSpec) -> None:
+    from harness.loading import options_from_test
+    unknown = sorted(set(spec.checker) - set(CHECKER_KEYS))
+    if unknown:
+        raise BadInput(f"unknown setting checker.{unknown[0]}: the settings of [checker] are {', '.join(CHECKER_KEYS)}")
+    options_from_test({"checker": dict(spec.checker)}, "[checker]")
