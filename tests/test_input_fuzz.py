@@ -1,0 +1,263 @@
+"""Fuzzing `fencepost check` with malformed history.jsonl and final.jsonl files.
+
+A small synthetic run (tests/synth) is mutated by hypothesis: lines truncated,
+replaced by bad JSON, binary garbage, NUL bytes or invalid UTF-8, fields
+dropped or given the wrong type, huge or negative numbers, lines duplicated
+(so indices repeat), shuffled or emptied. `check_run` must then either return a
+verdict (exit 0, 1 or 2) or raise `BadInput`; never anything else. Every
+problem it reports names the file and the line (`history.jsonl:12: ...`), and
+a line that is not a JSON object anywhere but at the end is an error and
+the verdict is never valid (it is unknown, or invalid when the ops that were
+read show an anomaly: harness/verdict.py, rule 1). One example goes through the real `fencepost check` process.
+
+Fast: 15 examples per test. Slow (`-m slow`): 500 per file.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from harness.checking import check_run
+from harness.errors import BadInput
+from tests.synth.generate import GenConfig, generate_to_dir
+
+ROOT = Path(__file__).resolve().parent.parent
+WORK = Path(tempfile.mkdtemp(prefix="input-fuzz-"))
+BASE = WORK / "base"
+generate_to_dir(BASE, GenConfig(seed=9, lines=150, partitions=2, producers=4, consumers=1))
+LINES = {name: (BASE / name).read_bytes().splitlines(keepends=True) for name in ("history.jsonl", "final.jsonl")}
+TEST_JSON = (BASE / "test.json").read_bytes()
+NAMED = re.compile(r"(history|final)\.jsonl:\d+: ")
+COUNTER = itertools.count()
+
+FAST = settings(max_examples=15, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+SLOW = settings(max_examples=500, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+
+HUGE = [2**63 - 1, -(2**63), 2**64, 10**30, -1, 0, 1e308, -1e308, 1e-308]
+GARBAGE = [b"", b"\n", b"\x00\x00\x00\n", b"\xff\xfe\xfd\n", b'{"index": 1\n', b"[1, 2, 3]\n", b"null\n", b'"s"\n',
+           b"{}\n", b"{\"a\": NaN}\n", b'{"index": 1e999}\n', b'{"index": 123456789012345678901234567890}\n',
+           b"\r\n", b"{\"value\": \"\xc3\x28\"}\n", b"{\"value\": \"\\ud800\"}\n", b" \t \n"]
+
+
+def raw(value: object) -> bytes:
+    """JSON text for any value, integers beyond 64 bits included (orjson refuses those)."""
+    if isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**64:
+        return str(value).encode()
+    try:
+        return orjson.dumps(value)
+    except (TypeError, orjson.JSONEncodeError):
+        return b"null"
+
+
+def with_field(d: dict, key: str, value: object) -> bytes:
+    """The object `d` with `key` set to `value`, as one line (value written raw)."""
+    rest = {k: v for k, v in d.items() if k != key}
+    body = orjson.dumps(rest)[1:-1]
+    return b"{" + body + (b"," if body else b"") + raw(key) + b":" + raw(value) + b"}\n"
+
+
+wrong_values = st.one_of(st.sampled_from(HUGE), st.none(), st.booleans(), st.text(max_size=8),
+                         st.lists(st.integers(-3, 3), max_size=3), st.dictionaries(st.text(max_size=3),
+                                                                                     st.integers(), max_size=2),
+                         st.floats(allow_nan=False, allow_infinity=False))
+
+
+@st.composite
+def mutation(draw, lines: list[bytes]) -> list[bytes]:
+    lines = list(lines)
+    at = draw(st.integers(0, max(len(lines) - 1, 0)))
+    kind = draw(st.sampled_from(["truncate", "garbage", "binary", "field", "drop-field", "nested", "duplicate",
+                                 "same-index", "swap", "delete", "nul", "crlf"]))
+    if not lines:
+        return [draw(st.sampled_from(GARBAGE))]
+    line = lines[at]
+    try:
+        d = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        d = None
+    if kind == "truncate":
+        lines[at] = line[:draw(st.integers(0, max(len(line) - 1, 0)))] + draw(st.sampled_from([b"\n", b""]))
+    elif kind == "garbage":
+        lines[at] = draw(st.sampled_from(GARBAGE))
+    elif kind == "binary":
+        lines[at] = draw(st.binary(min_size=1, max_size=40)) + b"\n"
+    elif kind == "nul":
+        cut = draw(st.integers(0, len(line)))
+        lines[at] = line[:cut] + b"\x00" * draw(st.integers(1, 3)) + line[cut:]
+    elif kind == "crlf":
+        lines[at] = line.rstrip(b"\n") + b"\r\n"
+    elif kind in ("field", "drop-field", "nested") and isinstance(d, dict) and d:
+        key = draw(st.sampled_from(sorted(d)))
+        if kind == "drop-field":
+            del d[key]
+            lines[at] = orjson.dumps(d) + b"\n"
+        elif kind == "field":
+            lines[at] = with_field(d, key, draw(wrong_values))
+        else:
+            value = d.get("value")
+            if isinstance(value, dict) and value:
+                inner = draw(st.sampled_from(sorted(value)))
+                if isinstance(value[inner], list) and value[inner] and isinstance(value[inner][0], dict):
+                    record = dict(value[inner][0])
+                    record[draw(st.sampled_from(sorted(record)))] = draw(wrong_values)
+                    value[inner] = [record, *value[inner][1:]]
+                else:
+                    value[inner] = draw(wrong_values)
+                d["value"] = value
+            lines[at] = raw(d) + b"\n" if all(not isinstance(v, int) or -(2**63) <= v < 2**64
+                                               for v in _numbers(d)) else lines[at]
+    elif kind == "duplicate":
+        lines.insert(draw(st.integers(0, len(lines))), line)
+    elif kind == "same-index" and isinstance(d, dict) and "index" in d:
+        other = draw(st.integers(0, len(lines) - 1))
+        d["index"] = other
+        lines[at] = orjson.dumps(d) + b"\n"
+    elif kind == "swap":
+        other = draw(st.integers(0, len(lines) - 1))
+        lines[at], lines[other] = lines[other], lines[at]
+    elif kind == "delete":
+        del lines[at]
+    return lines
+
+
+def _numbers(value: object):
+    if isinstance(value, dict):
+        for v in value.values():
+            yield from _numbers(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _numbers(v)
+    elif isinstance(value, int) and not isinstance(value, bool):
+        yield value
+
+
+@st.composite
+def mutated_run(draw, which: tuple[str, ...] = ("history.jsonl", "final.jsonl")) -> dict[str, list[bytes]]:
+    files = dict(LINES)
+    for _ in range(draw(st.integers(1, 3))):
+        name = draw(st.sampled_from(which))
+        files[name] = draw(mutation(files[name]))
+    return files
+
+
+def write_run(files: dict[str, list[bytes]]) -> Path:
+    run_dir = WORK / f"run-{os.getpid()}-{next(COUNTER)}"
+    run_dir.mkdir()
+    for name, lines in files.items():
+        (run_dir / name).write_bytes(b"".join(lines))
+    (run_dir / "test.json").write_bytes(TEST_JSON)
+    return run_dir
+
+
+def as_read(data: bytes) -> list[bytes]:
+    """The lines of a file as the readers see them: split at b"\\n" only (a b"\\r" is inside a line)."""
+    parts = data.split(b"\n")
+    return [part + b"\n" for part in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+
+
+def not_an_object(line: bytes) -> bool:
+    try:
+        return type(orjson.loads(line)) is not dict
+    except orjson.JSONDecodeError:
+        return True
+
+
+def check_holds(files: dict[str, list[bytes]]) -> None:
+    run_dir = write_run(files)
+    try:
+        outcome = check_run(run_dir, write=False, out=None, jobs=1)
+    except BadInput as e:
+        assert str(e), "a BadInput without a message"
+        return
+    assert outcome.exit_code in (0, 1, 2), outcome.exit_code
+    results = outcome.results
+    for problem in [*results["errors"], *results["warnings"]]:
+        assert NAMED.search(problem) or re.fullmatch(r"\.\.\. and \d+ more (errors|warnings) not listed", problem), \
+            f"a problem that names no file and line: {problem!r}"
+    for name, lines in files.items():
+        whole = as_read(b"".join(lines))
+        for number, line in enumerate(whole[:-1], start=1):
+            if not_an_object(line):  # never valid; invalid stays possible (harness/verdict.py, rule 1)
+                assert outcome.valid is not True, \
+                    f"{name}:{number} is {line[:60]!r}, yet the verdict is {outcome.valid!r}"
+                assert any(f"{name}:{number}:" in e for e in results["errors"]) or len(results["errors"]) >= 1000, \
+                    f"{name}:{number} ({line[:60]!r}) is not among the errors {results['errors'][:5]}"
+
+
+def test_the_unmutated_run_is_valid():
+    outcome = check_run(write_run(dict(LINES)), write=False, out=None, jobs=1)
+    assert outcome.valid is True and not outcome.results["errors"], outcome.results["errors"]
+
+
+@FAST
+@given(mutated_run(("history.jsonl",)))
+def test_mutated_histories_give_a_verdict_or_bad_input(files):
+    check_holds(files)
+
+
+@FAST
+@given(mutated_run(("final.jsonl",)))
+def test_mutated_final_logs_give_a_verdict_or_bad_input(files):
+    check_holds(files)
+
+
+@pytest.mark.slow
+@SLOW
+@given(mutated_run(("history.jsonl",)))
+def test_mutated_histories_many(files):
+    check_holds(files)
+
+
+@pytest.mark.slow
+@SLOW
+@given(mutated_run(("final.jsonl",)))
+def test_mutated_final_logs_many(files):
+    check_holds(files)
+
+
+@pytest.mark.slow
+@SLOW
+@given(mutated_run())
+def test_mutated_both_many(files):
+    check_holds(files)
+
+
+@FAST
+@given(st.binary(max_size=300), st.sampled_from(["history.jsonl", "final.jsonl"]))
+def test_a_file_of_pure_garbage(data, name):
+    check_holds({**LINES, name: as_read(data)})
+
+
+@FAST
+@given(st.binary(max_size=100))
+def test_a_garbage_test_json_is_bad_input_naming_it(data):
+    run_dir = write_run(dict(LINES))
+    (run_dir / "test.json").write_bytes(data)
+    try:
+        outcome = check_run(run_dir, write=False, out=None, jobs=1)
+    except BadInput as e:
+        assert "test.json" in str(e), str(e)
+        return
+    assert outcome.exit_code in (0, 1, 2)
+
+
+@pytest.mark.integration
+def test_the_cli_names_file_and_line_of_a_corrupt_history_line():
+    history = list(LINES["history.jsonl"])
+    at = next(i for i, line in enumerate(history) if b'"nemesis"' in line)  # no client op depends on it
+    history[at] = b"\xff\x00garbage\n"
+    run_dir = write_run({**LINES, "history.jsonl": history})
+    done = subprocess.run([sys.executable, "-m", "harness.cli", "check", str(run_dir), "--no-write"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr and f"history.jsonl:{at + 1}:" in done.stdout, done.stdout
