@@ -30,8 +30,16 @@ that reproduces it: `--only PLANTER --seed S`, or `--only clean --seed S`),
 255 if a case crashed the checker or the bench, 254 for bad arguments.
 
 Measured on the shared 2-CPU development machine (a chaos campaign running
-beside it), `python bench/soundness.py` (1,000 per type, 1,000 clean, jobs 2):
-see the README's soundness section for the published figures.
+beside it), jobs 2, 1,000 planted runs per type and 1,000 clean runs:
+  `python bench/soundness.py` (the default checker: witness, then search):
+    every one of the 15 types detected in 100% of its planted runs (15,024
+    planted, 77 skipped by CannotPlant, 0 wrong verdicts); clean: 0 false
+    positives, 0 ground-truth mismatches; 16,101 runs in 143 s.
+  `python bench/soundness.py --checker 'linear_method="search"' --base-seed 1000001`
+    (the full search always, other seeds): the same, 100% everywhere (15,027
+    planted, 88 skipped), 0 false positives, 0 mismatches; 16,115 runs in 193 s.
+Of 200 clean runs, 58 hold duplicates (non-idempotent retries) and 135 unseen
+values: the ground-truth comparison is not vacuous.
 
 Usage: python bench/soundness.py [--per-type N] [--clean N] [--jobs N]
          [--only NAME[,NAME...]] [--seed S] [--base-seed B]

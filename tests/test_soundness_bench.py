@@ -3,6 +3,7 @@ every anomaly type is planted and detected at 100% with no false positive; and
 a checker that cannot see a planted anomaly makes it exit 1, naming the seed."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import subprocess
@@ -12,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from checkers import anomaly as A
+from tests.synth.generate import generate
+from tests.synth.plant import plant
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench" / "soundness.py"
@@ -72,3 +75,28 @@ def test_bad_only_is_bad_arguments():
                           capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert proc.returncode == 254
     assert "no-such-planter" in proc.stderr and "lost-write/missing" in proc.stderr
+
+
+def _bench_module():
+    spec = importlib.util.spec_from_file_location("soundness_bench", BENCH)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_ground_truth_comparison_names_an_anomaly_the_clean_run_does_not_hold():
+    # The false-positive side is not blind: checked as if it were clean, a run
+    # with a phantom read is a mismatch, and the generated run itself is not.
+    bench = _bench_module()
+    run = generate(bench.config_for(3))
+    for candidate, expect in ((run, False), (plant("phantom-read", run, 3).run, True)):
+        reports, _, verdict = bench._check(candidate)
+        found = {r.partition: {} for r in reports}
+        for r in reports:
+            for a in r.anomalies:
+                found[r.partition].setdefault(a.name, []).append(a)
+        mismatches = bench.truth_mismatches(candidate, found)
+        assert bool(mismatches) is expect, mismatches
+        assert (verdict.valid is True) is not expect
+    assert any("unexpected phantom-read" in m for m in mismatches)
