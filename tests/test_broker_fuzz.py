@@ -2,8 +2,13 @@
 
 The broker must answer each frame (with the request's correlation id, in
 order) or close that connection — never crash, never stop serving others, and
-never let a handler raise. After the fuzz a confluent-kafka producer and
-consumer must still work.
+never let a handler raise. No client may be left stuck: a frame not answered
+within RESPONSE_WAIT is followed on the same connection by an ApiVersions
+probe, and within STUCK_WAIT the broker must answer it (after the late answer,
+or without one: an acks=0 produce has none) or close the connection; only a
+request that may park (a fetch waiting for max_wait_ms, a join or sync waiting
+for the group) may hold the connection longer. After the fuzz a
+confluent-kafka producer and consumer must still work.
 
 Fast test: a few thousand frames. Slow test: 100,000. Any count from the command line:
     python -m tests.test_broker_fuzz --frames 1000000 [--seed N]
@@ -26,7 +31,10 @@ from tests.broker_support import BrokerProcess, RawClient, make_batch, recv_exac
 
 MAX_REQUEST_BYTES = 1 << 20
 FRAMES_PER_EXAMPLE = 50
-RESPONSE_WAIT = 0.1  # long enough for any immediate answer; a parked fetch or join is abandoned
+RESPONSE_WAIT = 0.1  # long enough for any immediate answer; then the connection is probed
+STUCK_WAIT = 5.0  # the probe's answer (or a close) must come within this
+PROBE_ID = 0x50524F42
+PARKING_APIS = {1: "Fetch", 11: "JoinGroup", 14: "SyncGroup"}  # may wait longer, by the request's own timeout
 INTERESTING_INT32 = [0, 1, -1, 2, 127, 128, 255, 256, 0x7FFF, 0x8000, 0xFFFF, 0x7FFFFFFF, -0x80000000, 1 << 20]
 
 
@@ -186,13 +194,21 @@ class FuzzStats:
     frames: int = 0
     answered: int = 0
     closed: int = 0
-    abandoned: int = 0  # no answer within RESPONSE_WAIT (a parked fetch or join, an acks=0 produce)
+    abandoned: int = 0  # no answer within RESPONSE_WAIT: then probed
+    answered_late: int = 0  # of those: answered before the probe
+    unanswered: int = 0  # of those: the probe was answered, the frame never (e.g. acks=0 produce)
+    closed_late: int = 0  # of those: the broker closed the connection
+    parked: dict[str, int] = field(default_factory=dict)  # of those: neither within STUCK_WAIT, by API
+    connections: int = 0
     by_kind: dict[str, int] = field(default_factory=dict)
 
     def line(self) -> str:
         kinds = ", ".join(f"{k} {v}" for k, v in sorted(self.by_kind.items()))
-        return (f"{self.frames} frames: {self.answered} answered, {self.closed} closed the connection, "
-                f"{self.abandoned} left waiting ({kinds})")
+        parked = ", ".join(f"{k} {v}" for k, v in sorted(self.parked.items())) or "none"
+        return (f"{self.frames} frames over {self.connections} connections: {self.answered} answered, "
+                f"{self.closed} closed the connection, {self.abandoned} not answered within {RESPONSE_WAIT} s "
+                f"(then probed: {self.answered_late} answered late, {self.unanswered} never answered but the "
+                f"connection went on, {self.closed_late} closed, parked by API: {parked}; stuck: none) ({kinds})")
 
 
 class FuzzDriver:
@@ -200,16 +216,44 @@ class FuzzDriver:
         self.port = port
         self.stats = FuzzStats()
         self._sock: socket.socket | None = None
+        self._buffer = bytearray()  # what was received past the last whole frame (a timeout keeps it)
 
     def _connection(self) -> socket.socket:
         if self._sock is None:
             self._sock = socket.create_connection(("127.0.0.1", self.port), timeout=5)
+            self._buffer.clear()
+            self.stats.connections += 1
         return self._sock
 
     def _drop(self) -> None:
         if self._sock is not None:
             self._sock.close()
             self._sock = None
+
+    def _read_frame(self, timeout: float) -> bytes | None:
+        """The next response body; None when the broker closed; TimeoutError past `timeout` (bytes kept)."""
+        sock = self._sock
+        deadline = time.monotonic() + timeout
+        while True:
+            if len(self._buffer) >= 4:
+                size = struct.unpack_from(">i", self._buffer, 0)[0]
+                if len(self._buffer) >= 4 + size:
+                    body = bytes(self._buffer[4:4 + size])
+                    del self._buffer[:4 + size]
+                    return body
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            sock.settimeout(left)
+            try:
+                chunk = sock.recv(65536)
+            except (ConnectionResetError, BrokenPipeError):
+                return None
+            except socket.timeout:
+                raise TimeoutError from None
+            if not chunk:
+                return None
+            self._buffer += chunk
 
     def send(self, frame: Frame) -> None:
         s = self.stats
@@ -225,27 +269,58 @@ class FuzzDriver:
         if frame.terminal and not frame.must_close:
             self._drop()  # a client that vanishes in the middle of a request
             return
-        sock.settimeout(5 if frame.must_close else RESPONSE_WAIT)
         try:
-            head = recv_exact(sock, 4)
-            if head is None:
-                s.closed += 1
-                self._drop()
-                return
-            assert not frame.must_close, f"the broker answered a frame with a bad length: {frame.wire[:16]!r}"
-            body = recv_exact(sock, struct.unpack(">i", head)[0])
-            if body is None:
-                s.closed += 1
-                self._drop()
-                return
+            body = self._read_frame(5 if frame.must_close else RESPONSE_WAIT)
         except TimeoutError:
             assert not frame.must_close, "the broker kept a connection open after a bad frame length"
             s.abandoned += 1
+            self._settle(frame)
             self._drop()
             return
+        if body is None:
+            s.closed += 1
+            self._drop()
+            return
+        assert not frame.must_close, f"the broker answered a frame with a bad length: {frame.wire[:16]!r}"
         got = struct.unpack_from(">i", body, 0)[0]
         assert got == frame.correlation_id, f"response correlation id {got} to a request with {frame.correlation_id}"
         s.answered += 1
+
+    def _settle(self, frame: Frame) -> None:
+        """A frame got no answer within RESPONSE_WAIT: probe the connection; it must not be stuck."""
+        s = self.stats
+        probe_id = PROBE_ID if frame.correlation_id != PROBE_ID else PROBE_ID + 1
+        try:
+            self._sock.sendall(framed(struct.pack(">hhih", 18, 2, probe_id, 5) + b"probe"))
+        except (BrokenPipeError, ConnectionResetError):
+            s.closed_late += 1
+            return
+        late = False
+        deadline = time.monotonic() + STUCK_WAIT
+        while True:
+            try:
+                body = self._read_frame(max(deadline - time.monotonic(), 0.0))
+            except TimeoutError:
+                api = struct.unpack_from(">h", frame.wire, 4)[0] if len(frame.wire) >= 6 else None
+                name = PARKING_APIS.get(api)
+                assert name is not None, (
+                    f"stuck client: a {frame.kind} frame (api key {api}) got no answer and the connection no "
+                    f"answer to a probe within {STUCK_WAIT} s, nor was it closed; frame {frame.wire[:64].hex()}")
+                s.parked[name] = s.parked.get(name, 0) + 1
+                return
+            if body is None:
+                s.closed_late += 1
+                return
+            got = struct.unpack_from(">i", body, 0)[0]
+            if got == frame.correlation_id and not late:
+                late = True
+                s.answered_late += 1
+                continue
+            assert got == probe_id, f"response correlation id {got} while waiting for {frame.correlation_id} " \
+                                    f"or the probe {probe_id}"
+            if not late:
+                s.unanswered += 1
+            return
 
     def probe(self) -> None:
         """A fresh connection still gets an ApiVersions answer."""
@@ -263,8 +338,10 @@ class FuzzDriver:
 EXAMPLES_PER_RUN = 200  # hypothesis keeps every example of a run in memory: long fuzzes go in runs
 
 
-def fuzz(port: int, total_frames: int, random_seed: int | None = None) -> FuzzStats:
+def fuzz(port: int, total_frames: int, random_seed: int | None = None, progress: bool = False) -> FuzzStats:
+    """With `progress`, a status line on stderr after every run of examples."""
     driver = FuzzDriver(port)
+    started = time.monotonic()
     examples_left = max(total_frames // FRAMES_PER_EXAMPLE, 1)
     run_number = 0
     try:
@@ -285,8 +362,16 @@ def fuzz(port: int, total_frames: int, random_seed: int | None = None) -> FuzzSt
             run()
             examples_left -= examples
             run_number += 1
+            if progress:
+                done, seconds = driver.stats.frames, time.monotonic() - started
+                eta = (total_frames - done) * seconds / max(done, 1)
+                print(f"\r{done:,} / {total_frames:,} frames, {driver.stats.connections:,} connections, "
+                      f"{done / seconds:,.0f} frames/s, {seconds:,.0f} s, about {eta:,.0f} s left  ",
+                      end="", file=sys.stderr, flush=True)
     finally:
         driver.close()
+        if progress:
+            print(file=sys.stderr)
     return driver.stats
 
 
@@ -373,7 +458,7 @@ def main(argv: list[str] | None = None) -> int:
     b = fuzz_broker(work)
     started = time.monotonic()
     try:
-        stats = fuzz(b.port, args.frames, args.seed)
+        stats = fuzz(b.port, args.frames, args.seed, progress=True)
         seconds = time.monotonic() - started
         print(f"{stats.line()} in {seconds:.0f} s ({stats.frames / seconds:.0f} frames/s)")
         check_after_fuzz(b, stats)
