@@ -70,8 +70,10 @@ def refused(outcome: Outcome, *names: str) -> None:
 
 junk_text = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=12).filter(
     lambda t: t.strip() and not t.startswith("-"))
-not_a_number = junk_text.filter(lambda t: _float_or_none(t) is None)
-not_an_int = junk_text.filter(lambda t: _int_or_none(t) is None)
+units = st.sampled_from(["10s", "5m", "1h", "500ms", "60 s", "1_000x", "1e3ops", "ten", "1,5", "0x10s"])
+not_a_number = st.one_of(units, junk_text.filter(lambda t: _float_or_none(t) is None))
+not_an_int = st.one_of(units, st.sampled_from(["1.5", "3.0", "1e3"]), junk_text.filter(lambda t: _int_or_none(t) is None))
+beyond_64_bits = st.one_of(st.integers(min_value=2**63), st.integers(max_value=-(2**63) - 1))
 
 
 def _float_or_none(text: str) -> float | None:
@@ -115,7 +117,13 @@ CHOICE_FLAGS = {"--backend": ("backend", ("netns", "process", "docker", "ssh", "
 def bad_run_flag(draw) -> tuple[list[str], list[str]]:
     """(argv after `run`, names the message must hold)."""
     kind = draw(st.sampled_from(["int-range", "int-type", "float", "float-type", "choice", "name", "nemesis",
-                                 "option", "pair"]))
+                                 "option", "pair", "seed", "empty"]))
+    if kind == "seed":
+        value = draw(beyond_64_bits)
+        return ["--seed", str(value)], ["seed", str(value)[:20]]
+    if kind == "empty":
+        flag = draw(st.sampled_from(["--truncation", "--nemesis-schedule", "--system", "--name"]))
+        return [f"{flag}="], [CHOICE_FLAGS.get(flag, ("name",))[0]]
     if kind == "int-range":
         flag = draw(st.sampled_from(sorted(INT_FLAGS)))
         low, high = INT_FLAGS[flag]
@@ -135,7 +143,8 @@ def bad_run_flag(draw) -> tuple[list[str], list[str]]:
     if kind == "choice":
         flag = draw(st.sampled_from(sorted(CHOICE_FLAGS)))
         key, allowed = CHOICE_FLAGS[flag]
-        value = draw(junk_text.filter(lambda t: t not in allowed and not t.startswith("kafka") and t != "own"))
+        value = draw(st.one_of(units, junk_text).filter(
+            lambda t: t not in allowed and not t.startswith("kafka") and t != "own"))
         return [f"{flag}={value}"], [key, repr(value)[:20]]
     if kind == "name":
         value = draw(st.one_of(st.just("latest"), st.just("."), st.text(min_size=101, max_size=150).filter(
@@ -217,37 +226,39 @@ def toml_text(config: dict) -> str:
 
 
 int64 = st.integers(-(2**63), 2**63 - 1)
+any_int = st.integers()  # tomllib reads whole numbers of any size
 wrong_for = {
     "int": st.one_of(junk_text, st.floats(allow_nan=False).filter(lambda f: not f.is_integer()), st.booleans(),
                      st.lists(st.integers(), max_size=2)),
-    "float": st.one_of(junk_text, st.booleans(), st.lists(st.floats(allow_nan=False), max_size=2)),
-    "str": st.one_of(int64, st.floats(allow_nan=False), st.booleans(), st.lists(junk_text, max_size=2)),
-    "bool": st.one_of(int64, junk_text, st.floats(allow_nan=False)),
+    "float": st.one_of(units, junk_text, st.booleans(), st.lists(st.floats(allow_nan=False), max_size=2)),
+    "str": st.one_of(any_int, st.floats(allow_nan=False), st.booleans(), st.lists(junk_text, max_size=2)),
+    "bool": st.one_of(any_int, junk_text, st.floats(allow_nan=False)),
 }
 # values of the right type that are out of range (None: any value of the type is accepted)
 out_of_range = {
-    "nodes": st.one_of(st.integers(-(2**63), 0), st.integers(MAX_NODES + 1, 2**63 - 1)),
-    "concurrency": st.one_of(st.integers(-(2**63), 0), st.integers(MAX_PROCESSES + 1, 2**63 - 1)),
+    "nodes": st.one_of(st.integers(max_value=0), st.integers(MAX_NODES + 1)),
+    "concurrency": st.one_of(st.integers(max_value=0), st.integers(MAX_PROCESSES + 1)),
     "time_limit": bad_seconds(), "rate": st.one_of(st.floats(max_value=0), st.just(math.nan), st.just(math.inf)),
-    "name": st.sampled_from(["", "latest", ".hidden", "a/b", "x" * 101, "tab\there"]),
+    "name": st.sampled_from(["", "latest", ".hidden", "a/b", "x" * 101, "tab\there", "nul\x00"]),
+    "seed": beyond_64_bits,
     "system": junk_text.filter(lambda t: t != "own" and not t.startswith("kafka")),
     "backend": junk_text.filter(lambda t: t not in ("netns", "process", "docker", "ssh")),
     "truncation": junk_text.filter(lambda t: t not in ("hw", "kip101", "kip279", "kip320")),
     "flush": junk_text.filter(lambda t: t not in ("os", "fsync", "lazy")),
     "topic.name": st.sampled_from(["", ".", "..", "with space", "ü", "x" * 250, "a/b"]),
-    "topic.partitions": st.one_of(st.integers(-(2**63), 0), st.integers(MAX_PARTITIONS + 1, 2**63 - 1)),
-    "topic.replication_factor": st.one_of(st.integers(-(2**63), 0), st.integers(4, 2**63 - 1)),
-    "topic.min_insync_replicas": st.one_of(st.integers(-(2**63), 0), st.integers(4, 2**63 - 1)),
+    "topic.partitions": st.one_of(st.integers(max_value=0), st.integers(MAX_PARTITIONS + 1)),
+    "topic.replication_factor": st.one_of(st.integers(max_value=0), st.integers(4)),
+    "topic.min_insync_replicas": st.one_of(st.integers(max_value=0), st.integers(4)),
     "nemesis.faults": st.sampled_from(["bogus", "kill,", ",", "kill:nowhere", "partition:leader-ish", "zombie:x"]),
     "nemesis.schedule": junk_text.filter(lambda t: t not in ("fixed", "random", "scripted")),
     "nemesis.interval": bad_seconds(),
-    "producer.retries": st.one_of(st.integers(-(2**63), -1), st.integers(2**31, 2**63 - 1)),
-    "producer.max_in_flight": st.one_of(st.integers(-(2**63), 0), st.integers(1_000_001, 2**63 - 1)),
-    "producer.linger_ms": st.one_of(st.integers(-(2**63), -1), st.integers(900_001, 2**63 - 1)),
-    "producer.message_timeout_ms": st.one_of(st.integers(-(2**63), 0), st.integers(2**31, 2**63 - 1)),
-    "producer.request_timeout_ms": st.one_of(st.integers(-(2**63), 0), st.integers(900_001, 2**63 - 1)),
+    "producer.retries": st.one_of(st.integers(max_value=-1), st.integers(2**31)),
+    "producer.max_in_flight": st.one_of(st.integers(max_value=0), st.integers(1_000_001)),
+    "producer.linger_ms": st.one_of(st.integers(max_value=-1), st.integers(900_001)),
+    "producer.message_timeout_ms": st.one_of(st.integers(max_value=0), st.integers(2**31)),
+    "producer.request_timeout_ms": st.one_of(st.integers(max_value=0), st.integers(900_001)),
     "producer.partition_choice": junk_text.filter(lambda t: t not in ("round-robin", "random", "key")),
-    "consumer.processes": st.one_of(st.integers(-(2**63), -1), st.integers(MAX_PROCESSES + 1, 2**63 - 1)),
+    "consumer.processes": st.one_of(st.integers(max_value=-1), st.integers(MAX_PROCESSES + 1)),
     "consumer.mode": junk_text.filter(lambda t: t not in ("assign", "subscribe")),
     **{f"timeouts.{phase}": bad_seconds() for phase in ("setup", "heal", "quiesce", "final_read", "teardown")},
 }
@@ -270,7 +281,7 @@ SCALAR_FIELDS = _scalar_fields()
 
 
 def test_every_scalar_field_has_bad_values():
-    assert set(SCALAR_FIELDS) - {"seed", "producer.idempotent"} <= set(out_of_range)
+    assert set(SCALAR_FIELDS) - {"producer.idempotent"} <= set(out_of_range)
 
 
 def _nested(key: str, value: object) -> dict:
@@ -300,7 +311,7 @@ def bad_config(draw) -> tuple[dict, list[str]]:
         section = draw(st.sampled_from([*sorted(SECTIONS), "backend_options", "system_options", "checker"]))
         return {section: draw(st.one_of(int64, junk_text, st.lists(int64, max_size=2)))}, [section]
     if kind == "script":
-        entry = draw(st.sampled_from([{"at": -1, "action": "heal"}, {"at": "soon", "action": "heal"},
+        entry = draw(st.sampled_from([{"at": -1, "action": "heal"}, {"at": 10**30, "action": "heal"}, {"at": "soon", "action": "heal"},
                                       {"at": 1, "action": "start bogus"}, {"at": 1}, {"at": 1, "action": 7},
                                       {"at": math.inf, "action": "heal"}, {"at": 1, "action": "dance"}]))
         return {"nemesis": {"schedule": "scripted", "script": [entry]}}, ["nemesis.script"]
@@ -311,11 +322,12 @@ def bad_config(draw) -> tuple[dict, list[str]]:
             "min_insync_replicas", "hw_checkpoint_interval_ms")))
         if which == "system_options" and draw(st.booleans()):
             key = draw(st.sampled_from(["session_timeout_ms", "replica_lag_time_max_ms"]))
-            return {"backend": "netns", which: {key: draw(st.one_of(st.integers(max_value=-1), junk_text))}}, [key]
+            return {"backend": "netns", which: {key: draw(st.one_of(st.integers(max_value=-1), junk_text,
+                                                                    st.integers(min_value=2**63)))}}, [key]
         return {"backend": "netns", which: {key: 1}}, [which, key]
     key = draw(st.sampled_from([*CHECKER_KEYS, "colour"]))
     value = {"invalid": draw(st.sampled_from([["bogus"], "lost-write", 3])), "linearizability": "yes",
-             "linear_method": "guess", "search_budget": draw(st.sampled_from([0, -5, "many"])), "colour": 1}[key]
+             "linear_method": "guess", "search_budget": draw(st.sampled_from([0, -5, "many", 10**20])), "colour": 1}[key]
     return {"checker": {key: value}}, [f"checker.{key}" if key != "colour" else "colour"]
 
 
@@ -363,6 +375,7 @@ def test_regressions_found_by_this_fuzz():
         (["--backend", "netns", "--backend-option", "foo=1"], ["backend_options", "foo"]),
         (["--system-option", "foo=1"], ["system_options", "foo"]),
         (["--concurrency", "10000000000"], ["concurrency"]),
+        (["--seed", str(10**30)], ["seed", str(10**30)]),  # crashed writing test.json (orjson: 64 bits)
     ]:
         refused(cli(["run", *TRIPWIRE, *argv]), *names)
     bad_utf8 = WORK / "not-utf8.toml"

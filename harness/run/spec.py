@@ -33,6 +33,7 @@ MAX_PARTITIONS = 10_000
 MAX_NAME = 100
 TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")  # Kafka's rule for topic names
 INT32_MAX = 2**31 - 1
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -189,6 +190,8 @@ def _typed(where: str, value: Any, annotation: Any, name: str) -> Any:
     if kind == "int":
         if isinstance(value, bool) or not isinstance(value, int):
             raise BadInput(f"{where} = {value!r}: give a whole number")
+        if not INT64_MIN <= value <= INT64_MAX:
+            raise BadInput(f"{where} = {value}: give a whole number that fits in 64 bits (test.json holds it)")
         return value
     if kind == "float":
         if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -269,7 +272,22 @@ def _checked(spec: TestSpec) -> TestSpec:
     _check_nemesis(spec)
     _check_system(spec)
     _check_checker(spec)
+    for where, value in _numbers(spec.to_json(), ""):
+        need(INT64_MIN <= value <= INT64_MAX,
+             f"{where} = {value}: give a whole number that fits in 64 bits (test.json holds it)")
     return spec
+
+
+def _numbers(data: Any, where: str) -> Any:
+    """(dotted key, int) for every whole number in nested tables and lists."""
+    if isinstance(data, Mapping):
+        for key, value in data.items():
+            yield from _numbers(value, f"{where}.{key}" if where else str(key))
+    elif isinstance(data, (list, tuple)):
+        for n, value in enumerate(data):
+            yield from _numbers(value, f"{where}[{n}]")
+    elif isinstance(data, int) and not isinstance(data, bool):
+        yield where, data
 
 
 # What the cluster, the nemesis and the checker would refuse only once a cluster is up: asked here,
