@@ -38,12 +38,15 @@ beside it), jobs 2, 1,000 planted runs per type and 1,000 clean runs:
   `python bench/soundness.py --checker 'linear_method="search"' --base-seed 1000001`
     (the full search always, other seeds): the same, 100% everywhere (15,027
     planted, 88 skipped), 0 false positives, 0 mismatches; 16,115 runs in 193 s.
+  `python bench/soundness.py --per-type 200 --clean 300 --lines 1500-3000 --base-seed 5000001`
+    (larger runs): 100% everywhere (3,003 planted, 6 skipped), 0 false
+    positives, 0 mismatches; 3,309 runs in 201 s.
 Of 200 clean runs, 58 hold duplicates (non-idempotent retries) and 135 unseen
 values: the ground-truth comparison is not vacuous.
 
 Usage: python bench/soundness.py [--per-type N] [--clean N] [--jobs N]
          [--only NAME[,NAME...]] [--seed S] [--base-seed B]
-         [--checker KEY=VALUE ...] [--json FILE]
+         [--checker KEY=VALUE ...] [--lines MIN-MAX] [--json FILE]
 """
 from __future__ import annotations
 
@@ -81,6 +84,7 @@ CLEAN = "clean"
 MATCH_BY_VALUE = frozenset({A.UNSEEN, A.DUPLICATE})
 MAX_TOP_UP_ROUNDS = 6
 FINDINGS_SHOWN = 25
+DEFAULT_LINES = (250, 550)  # history lines of a generated run: small, so the bench takes minutes
 # Temporary run directories go to memory when it can be had.
 SCRATCH = "/dev/shm" if os.path.isdir("/dev/shm") else None
 
@@ -90,6 +94,7 @@ class Case:
     seed: int
     planter: str | None  # None: a clean run
     checker: tuple[tuple[str, Any], ...] = ()  # test.json "checker" settings
+    lines: tuple[int, int] = DEFAULT_LINES
 
 
 @dataclass(slots=True)
@@ -110,13 +115,13 @@ class CaseResult:
         return self.skipped is None and self.crashed is None and self.valid != self.expected_valid
 
 
-def config_for(seed: int) -> GenConfig:
+def config_for(seed: int, lines: tuple[int, int] = DEFAULT_LINES) -> GenConfig:
     """The generator's configuration of one case: small, plantable runs whose
-    shape varies with the seed."""
+    shape varies with the seed (history lines drawn from `lines`)."""
     r = random.Random(f"soundness-config-{seed}")
     return GenConfig(
         seed=seed,
-        lines=r.randint(250, 550),
+        lines=r.randint(*lines),
         partitions=r.randint(1, 4),
         producers=r.randint(2, 10),
         consumers=r.randint(1, 3),
@@ -152,7 +157,7 @@ def run_case(case: Case) -> CaseResult:
 
 
 def _run_case(case: Case) -> CaseResult:
-    run = generate(config_for(case.seed))
+    run = generate(config_for(case.seed, case.lines))
     result = CaseResult(case)
     planted = None
     if case.planter is not None:
@@ -327,10 +332,10 @@ def campaign(args: argparse.Namespace, types: dict[str, list[str]], clean: int,
         for _ in range(n):
             planter = types[name][attempts[name] % len(types[name])]
             attempts[name] += 1
-            yield Case(next(seeds), planter, checker)
+            yield Case(next(seeds), planter, checker, args.lines)
 
     first = [case for name in types for case in planted_cases(name, args.per_type)]
-    cases = _interleave(first, [Case(next(seeds), None, checker) for _ in range(clean)])
+    cases = _interleave(first, [Case(next(seeds), None, checker, args.lines) for _ in range(clean)])
     progress = Progress(len(cases))
     run_cases(cases, args.jobs, tally, progress)
     for _ in range(MAX_TOP_UP_ROUNDS):
@@ -386,6 +391,8 @@ def _rate(n: int, of: int) -> str:
 def repro_command(r: CaseResult) -> str:
     only = r.case.planter or CLEAN
     extra = "".join(f" --checker {k}={json.dumps(v)}" for k, v in r.case.checker)
+    if r.case.lines != DEFAULT_LINES:
+        extra += f" --lines {r.case.lines[0]}-{r.case.lines[1]}"
     return f"python bench/soundness.py --only {only} --seed {r.case.seed}{extra}"
 
 
@@ -435,8 +442,16 @@ def figures(types: dict[str, list[str]], tally: Tally, seconds: float, args) -> 
 # --- the command line -------------------------------------------------------------------
 
 
+class _Parser(argparse.ArgumentParser):
+    """Bad arguments exit 254 (DESIGN.md §3.5), not argparse's 2."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_BAD_ARGS, f"{self.prog}: bad arguments: {message}\n")
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = _Parser(description=__doc__.splitlines()[0])
     parser.add_argument("--per-type", type=int, default=1000,
                         help="planted runs per anomaly type (default 1000)")
     parser.add_argument("--clean", type=int, default=1000, help="clean runs (default 1000)")
@@ -452,6 +467,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--checker", action="append", default=[], metavar="KEY=VALUE",
                         help="a test.json checker setting for every run, VALUE in JSON "
                              "(e.g. linearizability=false, linear_method=\"search\")")
+    parser.add_argument("--lines", type=_line_range, default=DEFAULT_LINES, metavar="MIN-MAX",
+                        help=f"history lines of a generated run (default "
+                             f"{DEFAULT_LINES[0]}-{DEFAULT_LINES[1]})")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
     args = parser.parse_args(argv)
     for flag in ("per_type", "clean"):
@@ -460,6 +478,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if args.jobs < 1:
         parser.error(f"--jobs {args.jobs}: give at least 1 worker process")
     return args
+
+
+def _line_range(text: str) -> tuple[int, int]:
+    low, sep, high = text.partition("-")
+    try:
+        bounds = (int(low), int(high if sep else low))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not MIN-MAX, e.g. 250-550") from None
+    if not 20 <= bounds[0] <= bounds[1]:
+        raise argparse.ArgumentTypeError(f"{text!r}: give 20 <= MIN <= MAX")
+    return bounds
 
 
 def checker_settings(pairs: Iterable[str]) -> tuple[tuple[str, Any], ...]:
@@ -498,8 +527,8 @@ def main(argv: list[str] | None = None) -> int:
     tally = Tally()
     started = time.perf_counter()
     if args.seed is not None:
-        cases = [Case(args.seed, p, checker) for name in types for p in types[name]]
-        cases += [Case(args.seed, None, checker)] if with_clean else []
+        cases = [Case(args.seed, p, checker, args.lines) for name in types for p in types[name]]
+        cases += [Case(args.seed, None, checker, args.lines)] if with_clean else []
         progress = Progress(len(cases))
         run_cases(cases, args.jobs, tally, progress)
         progress.done()

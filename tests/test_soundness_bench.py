@@ -75,6 +75,9 @@ def test_bad_only_is_bad_arguments():
                           capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert proc.returncode == 254
     assert "no-such-planter" in proc.stderr and "lost-write/missing" in proc.stderr
+    proc = subprocess.run([sys.executable, str(BENCH), "--lines", "500-100"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 254 and "500-100" in proc.stderr
 
 
 def _bench_module():
