@@ -12,6 +12,7 @@ Fast: 10 examples per fuzz test (~2 s in all). Slow (`-m slow`): 400 each, and t
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
 import io
 import json
@@ -34,6 +35,7 @@ from harness.run.spec import CHECKER_KEYS, MAX_NODES, MAX_PARTITIONS, MAX_PROCES
 
 ROOT = Path(__file__).resolve().parent.parent
 WORK = Path(tempfile.mkdtemp(prefix="cli-fuzz-"))
+atexit.register(shutil.rmtree, WORK, True)
 BLOCKER = WORK / "a-file"
 BLOCKER.write_text("not a folder\n")
 TRIPWIRE = ["--results", str(BLOCKER / "results")]  # nothing can be made below a regular file

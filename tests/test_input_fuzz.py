@@ -14,9 +14,11 @@ Fast: 15 examples per test. Slow (`-m slow`): 500 per file.
 """
 from __future__ import annotations
 
+import atexit
 import itertools
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -33,6 +35,7 @@ from tests.synth.generate import GenConfig, generate_to_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 WORK = Path(tempfile.mkdtemp(prefix="input-fuzz-"))
+atexit.register(shutil.rmtree, WORK, True)
 BASE = WORK / "base"
 generate_to_dir(BASE, GenConfig(seed=9, lines=150, partitions=2, producers=4, consumers=1))
 LINES = {name: (BASE / name).read_bytes().splitlines(keepends=True) for name in ("history.jsonl", "final.jsonl")}
