@@ -3,9 +3,12 @@
 Rules (DESIGN.md §3.4-3.5, kept simple on purpose):
 1. An anomaly of the run's invalid set found in a *fully read* partition (its
    final read present and complete) makes the run invalid — whatever else is
-   missing, since such an anomaly does not depend on what was not read.
-   Problems in the input files do not prevent this: the ops that were read
-   happened.
+   missing, since such an anomaly does not depend on what was not read —
+   unless the input files had errors (a corrupt line that is not the torn last
+   one, a missing field, ...): a line that could not be read can itself make an
+   anomaly (a lost send invoke reads as a phantom read, a lost final-read line
+   as a lost write), so the run is then unknown and the anomalies are listed
+   as not conclusive.
 2. Otherwise the run is unknown if anything could not be judged: errors in
    history.jsonl / final.jsonl, no final.jsonl, a missing or incomplete final
    read, a linearizability search that gave up, an anomaly of the invalid set
@@ -67,7 +70,7 @@ def decide(run: LoadedRun, reports: list[PartitionReport]) -> Verdict:
         fully_read = ph is not None and ph.final is not None and ph.final_complete
         for anomaly in report.anomalies:
             if anomaly.name in invalid:
-                (verdict.decisive if fully_read else verdict.not_conclusive)[anomaly.name] += 1
+                (verdict.decisive if fully_read and not errors else verdict.not_conclusive)[anomaly.name] += 1
         for reason in report.unknown_reasons:
             if reason not in reasons:
                 reasons.append(reason)
@@ -76,7 +79,9 @@ def decide(run: LoadedRun, reports: list[PartitionReport]) -> Verdict:
             reasons.append(f"the final read of {ph.topic}/{ph.partition} is {what}")
     if verdict.not_conclusive:
         names = ", ".join(f"{name}: {n}" for name, n in sorted(verdict.not_conclusive.items()))
-        reasons.append(f"anomalies found in partitions whose final read is missing or incomplete "
+        reasons.append(f"anomalies found with errors in the input files, or in partitions whose final read is "
+                       f"missing or incomplete, are not conclusive ({names})" if errors else
+                       f"anomalies found in partitions whose final read is missing or incomplete "
                        f"are not conclusive ({names})")
     if verdict.decisive:
         verdict.valid = False

@@ -119,6 +119,20 @@ def test_a_corrupt_middle_line_makes_it_unknown_a_torn_last_line_does_not(tmp_pa
     assert len(results["warnings"]) == 1 and "the last line is ignored" in results["warnings"][0]
 
 
+def test_an_anomaly_found_beside_a_corrupt_line_is_not_conclusive(tmp_path):
+    """A line that cannot be read can itself make an anomaly (here the final read
+    loses a line: its send reads as a lost write), so errors make the run unknown."""
+    run_dir = lost_write_run(tmp_path / "run")
+    assert main(["check", str(run_dir)]) == 1
+    final = (run_dir / "final.jsonl").read_bytes().splitlines(keepends=True)
+    (run_dir / "final.jsonl").write_bytes(b"".join([b"{not json\n", *final]))
+    assert main(["check", str(run_dir)]) == 2
+    results = results_of(run_dir)
+    assert results["valid"] == "unknown" and results["anomaly_counts"].get("lost-write")
+    assert results["not_conclusive"].get("lost-write") and "final.jsonl:1" in results["errors"][0]
+    assert any("errors in the input files" in reason and "not conclusive" in reason for reason in results["reasons"])
+
+
 def test_the_invalid_set_of_test_json_is_applied(tmp_path):
     run_dir = lost_write_run(tmp_path / "run")
     (run_dir / "test.json").write_bytes(orjson.dumps({"checker": {"invalid": ["duplicate"],
