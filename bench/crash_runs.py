@@ -92,16 +92,19 @@ def measure(runs: int = 20, seed: int = 1, workdir: Path | None = None, time_lim
     rng = random.Random(seed)
     show = show or (lambda text: None)
     results = []
-    with subreaper():
+    # Children this process already had (in a test suite, e.g. a dockerd a fixture started)
+    # are neither orphans of a killed harness nor ours to reap.
+    keep = frozenset(_children(zombies=False)) | frozenset(_children(zombies=True))
+    with subreaper(keep):
         baseline = _machine_counts() if exclusive else None
         for i, subnet in zip(range(runs), _free_subnets()):
             run = CrashRun(i, subnet, round(rng.uniform(0.0, expected), 2))
             show(f"run {i + 1}/{runs}: {subnet}, kill at {run.kill_at:.1f} s")
-            _run_and_kill(run, workdir, time_limit, seed * 1000 + i)
+            _run_and_kill(run, workdir, time_limit, seed * 1000 + i, keep)
             show(f"run {i + 1}/{runs}: {'killed in ' if run.killed else ''}{run.phase}; fencepost check")
             _check(run)
             show(f"run {i + 1}/{runs}: fencepost cleanup")
-            _cleanup(run, exclusive)
+            _cleanup(run, exclusive, keep)
             if baseline is not None:
                 after = _machine_counts()
                 if after != baseline:
@@ -113,7 +116,7 @@ def measure(runs: int = 20, seed: int = 1, workdir: Path | None = None, time_lim
 # -- one run ---------------------------------------------------------------------------------
 
 
-def _run_and_kill(run: CrashRun, workdir: Path, time_limit: float, seed: int) -> None:
+def _run_and_kill(run: CrashRun, workdir: Path, time_limit: float, seed: int, keep: frozenset[int]) -> None:
     here = workdir / f"run{run.index}"
     here.mkdir(parents=True, exist_ok=True)
     argv = [sys.executable, "-m", "harness.cli", "run", "--name", f"crash{run.index}",
@@ -130,7 +133,7 @@ def _run_and_kill(run: CrashRun, workdir: Path, time_limit: float, seed: int) ->
             os.kill(harness.pid, signal.SIGKILL)  # the harness alone: its children are orphaned
             harness.wait()
             run.killed = True
-    _reap_orphans()
+    _reap_orphans(keep)
     phases = re.findall(r"^fencepost: (\w[\w ]*)$", (here / "stderr").read_text(errors="replace"), re.M)
     run.phase = phases[-1] if phases else "start"
     if not run.killed:
@@ -162,10 +165,10 @@ def _check(run: CrashRun) -> None:
         run.failures.append(f"fencepost check answered {done.returncode} but results.json is unreadable: {e}")
 
 
-def _cleanup(run: CrashRun, exclusive: bool) -> None:
+def _cleanup(run: CrashRun, exclusive: bool, keep: frozenset[int]) -> None:
     cluster = run.cluster
     if cluster is None and not exclusive:
-        run.leftovers = _leftovers(None)  # no run directory: no cluster can have been made
+        run.leftovers = _leftovers(None, keep)  # no run directory: no cluster can have been made
     else:
         argv = [sys.executable, "-m", "harness.cli", "cleanup"] + ([] if exclusive else ["--cluster", cluster])
         done = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, timeout=300)
@@ -179,13 +182,13 @@ def _cleanup(run: CrashRun, exclusive: bool) -> None:
                        if line.startswith("removed ") and cluster not in line and digest not in line]
             if foreign:
                 run.failures.append(f"cleanup --cluster {cluster} removed what was not its own: {foreign}")
-        _reap_orphans()
-        run.leftovers = _leftovers(cluster)
+        _reap_orphans(keep)
+        run.leftovers = _leftovers(cluster, keep)
     if run.leftovers:
         run.failures.append(f"left after cleanup: {run.leftovers}")
 
 
-def _leftovers(cluster: str | None) -> list[str]:
+def _leftovers(cluster: str | None, keep: frozenset[int]) -> list[str]:
     """What of `cluster` is still on the machine, and which of the harness's orphans still run."""
     found = []
     if cluster is not None:
@@ -194,9 +197,9 @@ def _leftovers(cluster: str | None) -> list[str]:
         found += [f"iptables rule {' '.join(r)}" for r in network.our_rules() if network.owned_rule(r, [cluster])]
         found += [f"marked process {pid}" for pid in marked_processes(cluster)]
     deadline = time.monotonic() + ORPHAN_GRACE_S
-    while (orphans := _orphans()) and time.monotonic() < deadline:
+    while (orphans := _orphans(keep)) and time.monotonic() < deadline:
         time.sleep(0.2)
-        _reap_orphans()
+        _reap_orphans(keep)
     return found + [f"orphan {pid} ({cmd})" for pid, cmd in orphans.items()]
 
 
@@ -204,7 +207,7 @@ def _leftovers(cluster: str | None) -> list[str]:
 
 
 @contextmanager
-def subreaper() -> Iterator[None]:
+def subreaper(keep: frozenset[int]) -> Iterator[None]:
     """Make this process the subreaper of its descendants: a killed harness's orphans become
     our children (instead of init's), so that any of them still running can be seen."""
     libc = ctypes.CDLL(None, use_errno=True)
@@ -214,22 +217,27 @@ def subreaper() -> Iterator[None]:
         yield
     finally:
         libc.prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
-        _reap_orphans()
+        _reap_orphans(keep)
 
 
-def _reap_orphans() -> None:
-    """Collect exited orphans (called only while no child of ours is being waited for)."""
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
+def _reap_orphans(keep: frozenset[int]) -> None:
+    """Collect exited orphans: only children that came back to us, never a child this process
+    had before the runs (a test suite's daemon, say), which its owner waits for."""
+    for pid in _children(zombies=True):
+        if pid not in keep:
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
 
 
-def _orphans() -> dict[int, str]:
-    """{pid: command} of our living children (none of our own is running at that moment)."""
+def _orphans(keep: frozenset[int]) -> dict[int, str]:
+    """{pid: command} of our living children that we did not have before the runs."""
+    return {pid: cmd for pid, cmd in _children(zombies=False).items() if pid not in keep}
+
+
+def _children(zombies: bool) -> dict[int, str]:
+    """{pid: command} of this process's children: the exited ones (`zombies`) or the living."""
     me = str(os.getpid())
     found = {}
     for entry in Path("/proc").iterdir():
@@ -241,7 +249,7 @@ def _orphans() -> dict[int, str]:
         except OSError:
             continue
         state, ppid = stat[stat.rindex(")") + 2:].split()[:2]
-        if ppid == me and state != "Z":
+        if ppid == me and (state == "Z") == zombies:
             found[int(entry.name)] = cmdline.strip()[:120]
     return found
 
