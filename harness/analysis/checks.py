@@ -43,9 +43,9 @@ def config_of(run_dir: Path) -> RunConfig:
 def check_run_rows(run_id: str, run_dir: Path) -> list[tuple[str, str, int, bytes, int | None]]:
     """(run_id, topic, partition, payload, detected) rows of one run: a header row (topic "",
     partition -1, detected None) holding the run without its partitions' operations (or, for a
-run that cannot be read, the message saying why), then one
-    row per partition: its pickled, compacted report and when its first invalidating anomaly
-    was complete (history time in ns, or None). The run is loaded once, as `fencepost check`
+    run that cannot be read, the message saying why), then one row per partition: its pickled,
+    compacted report and when its first invalidating anomaly was complete (history time in ns,
+    or None). The run is loaded once, as `fencepost check`
     loads it, and its partitions checked by `checkers.check_partition`."""
     try:
         run = load_run(run_dir)
@@ -53,7 +53,7 @@ run that cannot be read, the message saying why), then one
         return [(run_id, "", -1, pickle.dumps((str(e), config_of(run_dir))), None)]
     reports = check_partitions(run, jobs=1)
     header = replace(run, partitions={key: _stub(ph) for key, ph in run.partitions.items()})
-    rows = [(run_id, "", -1, pickle.dumps((header, config_of(run_dir))), None)]
+    rows = [(run_id, "", -1, pickle.dumps((header, RunConfig(*configuration(run.test)))), None)]
     for ((topic, partition), ph), report in zip(run.partitions.items(), reports):
         rows.append((run_id, topic, partition, pickle.dumps(compact(report, EXAMPLES_KEPT)),
                      _first_evidence(ph, report, run.invalid_anomalies)))
