@@ -2,20 +2,30 @@
 
 A spec string is a comma-separated list of `FAULT[:TARGET]`. Without a target a
 fault takes its default (`one` for partition, pause, kill and power-cut; a random
-partition of the topic for the scenarios, whose target is a partition number).
+partition of the topic for the scenarios, whose target is a partition number) —
+except in the random schedule, which draws the target of such a fault anew at each
+start (`DRAWN_TARGETS`).
 Parsing is pure and checks names only; whether a cluster can take a fault
 (partitions on this backend, flush=lazy for power-cut, enough brokers) is
 `nemesis.catalog.check_fault`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from clusters.errors import ClusterConfigError
 
 # Every target names who is hit; the control plane is never hit unless named (`controller`).
 PARTITION_TARGETS = ("one", "minority", "majority", "majorities-ring", "bridge", "leader", "controller")
 PROCESS_TARGETS = ("one", "minority", "majority", "all", "leader", "controller")
+# What the random schedule draws from, at each start, for a fault named without a target
+# (Jepsen's combined nemesis does the same); never the control plane.
+DRAWN_TARGETS = {
+    "partition": ("one", "minority", "majority", "majorities-ring", "bridge", "leader"),
+    "pause": ("one", "minority", "majority", "all", "leader"),
+    "kill": ("one", "minority", "majority", "all", "leader"),
+    "power-cut": ("one", "minority", "majority", "all", "leader"),
+}
 RANDOM_PARTITION = "random"  # a scenario's default: a partition of the topic drawn from the seeded RNG
 
 
@@ -44,9 +54,12 @@ FAULT_KINDS: dict[str, FaultKind] = {k.name: k for k in (
 
 @dataclass(frozen=True)
 class FaultSpec:
-    """One fault aimed at one target, e.g. `partition:majorities-ring`, `kill:one`, `zombie:2`."""
+    """One fault aimed at one target, e.g. `partition:majorities-ring`, `kill:one`, `zombie:2`.
+    `drawn`: named without a target (the target is the default); the random schedule then
+    draws one at each start from DRAWN_TARGETS. Not part of equality."""
     name: str
     target: str
+    drawn: bool = field(default=False, compare=False)
 
     @property
     def kind(self) -> FaultKind:
@@ -69,7 +82,7 @@ def parse_fault(text: str, context: str | None = None) -> FaultSpec:
     if kind is None:
         raise ClusterConfigError(f"unknown fault {name!r}{where}: choose from {', '.join(FAULT_KINDS)}")
     if not colon:
-        return FaultSpec(name, kind.default_target)
+        return FaultSpec(name, kind.default_target, drawn=not kind.scenario)
     if kind.scenario:
         if target != RANDOM_PARTITION and not (target.isdigit() and target.isascii()):
             raise ClusterConfigError(f"{name}:{target}{where}: the target of {name} is a partition number "
