@@ -44,7 +44,9 @@ class Nemesis:
     def __init__(self, cluster: Cluster, schedule: Schedule, recorder: NemesisRecorder, *, seed: int = 0,
                  topic: str = DEFAULT_TOPIC, partition: int | None = None,
                  timeout: float = DEFAULT_TIMEOUT_S) -> None:
-        """Checks every fault of the schedule against the cluster: ClusterConfigError before anything runs."""
+        """Checks every fault of the schedule against the cluster: ClusterConfigError before anything runs
+        (targets a random schedule would draw and this cluster cannot take are left out first)."""
+        schedule = schedule.fitted(lambda spec: can_take(spec, cluster))
         for spec in schedule.faults:
             check_fault(spec, cluster)
         self.cluster = cluster
@@ -137,6 +139,14 @@ class Nemesis:
             done = [*done, *self.cluster.heal(self.ctx.timeout)]
             op.value = {"done": done}
         return done
+
+
+def can_take(spec: FaultSpec, cluster: Cluster) -> bool:
+    try:
+        check_fault(spec, cluster)
+    except ClusterConfigError:
+        return False
+    return True
 
 
 def start_fault(cluster: Cluster, fault: str | FaultSpec, recorder: NemesisRecorder, *,

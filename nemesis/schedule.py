@@ -9,8 +9,11 @@ already late runs at once). Schedules draw from the RNG the runner passes
 - `fixed` (`FixedSchedule(faults, interval)`): the faults in the given order, over
   and over: start, hold `interval`, stop, quiet `interval`. A scenario has no hold
   (it runs to its end when started): start, quiet `interval`.
-- `random` (`RandomSchedule(faults, mean)`): rounds of all the faults in an order
-  shuffled per round; every hold and quiet drawn uniformly from [mean/2, 3·mean/2].
+- `random` (`RandomSchedule(faults, mean)`): every fault on a lane of its own, the
+  lanes at once (faults overlap, as in Jepsen's combined nemesis): start, hold,
+  stop, quiet, each hold and quiet drawn uniformly from [mean/2, 3·mean/2]; a fault
+  named without a target gets one drawn at each start (`spec.DRAWN_TARGETS`). Its
+  steps carry `at` (the merged timeline), so a slow action delays, never reorders.
 - `scripted` (`ScriptedSchedule.from_data(entries)`): a list of entries, each
   `{"at": SECONDS, "action": ACTION}` (a TOML `[[nemesis.script]]` table) or
   `[SECONDS, ACTION]`, where ACTION is `start FAULT[:TARGET]`, `stop FAULT` (every
@@ -19,15 +22,16 @@ already late runs at once). Schedules draw from the RNG the runner passes
 """
 from __future__ import annotations
 
+import heapq
 import itertools
 import math
 import random
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, Iterator, Literal, Mapping, Sequence
+from typing import Any, Callable, Iterator, Literal, Mapping, Sequence
 
 from clusters.errors import ClusterConfigError
-from nemesis.spec import FAULT_KINDS, FaultSpec, parse_fault, parse_faults
+from nemesis.spec import DRAWN_TARGETS, FAULT_KINDS, FaultSpec, parse_fault, parse_faults
 
 Action = Literal["start", "stop", "heal"]
 SCHEDULES = ("fixed", "random", "scripted")
@@ -56,6 +60,10 @@ class Schedule(ABC):
     @abstractmethod
     def steps(self, rng: random.Random) -> Iterator[Step]:
         """The steps, possibly without end."""
+
+    def fitted(self, can_take: Callable[[FaultSpec], bool]) -> Schedule:
+        """This schedule without the choices of its own that a cluster cannot take (`can_take`)."""
+        return self
 
 
 def _positive(name: str, value: float) -> float:
@@ -99,6 +107,12 @@ class FixedSchedule(Schedule):
 
 @dataclass(frozen=True)
 class RandomSchedule(Schedule):
+    """One lane per fault name, all running at once (Jepsen's combined nemesis): each lane
+    starts its fault, holds it, stops it, stays quiet, over and over, every hold and quiet
+    drawn from [mean/2, 3·mean/2]; the lanes start staggered within the first mean. So
+    faults overlap (a kill while a partition is up). A fault named without a target gets
+    one drawn at each start from `DRAWN_TARGETS` (those the cluster can take: `fitted`);
+    several specs of one name share a lane and its draws (`kill:leader,kill:one`)."""
     fault_specs: tuple[FaultSpec, ...]
     mean: float = DEFAULT_INTERVAL_S
 
@@ -108,18 +122,47 @@ class RandomSchedule(Schedule):
 
     @property
     def faults(self) -> tuple[FaultSpec, ...]:
-        return self.fault_specs
+        return tuple(dict.fromkeys(spec for lane in self.lanes().values() for spec in lane))
+
+    def lanes(self) -> dict[str, tuple[FaultSpec, ...]]:
+        """Fault name -> the specs its lane draws from, in the order given."""
+        lanes: dict[str, list[FaultSpec]] = {}
+        for spec in self.fault_specs:
+            targets = DRAWN_TARGETS.get(spec.name, (spec.target,)) if spec.drawn else (spec.target,)
+            lanes.setdefault(spec.name, []).extend(FaultSpec(spec.name, t) for t in targets)
+        return {name: tuple(dict.fromkeys(specs)) for name, specs in lanes.items()}
+
+    def fitted(self, can_take: Callable[[FaultSpec], bool]) -> RandomSchedule:
+        """Drawn targets the cluster cannot take (minority of 2 brokers, ...) left out; a fault's
+        default target and explicit targets always stay (the runner checks them strictly)."""
+        kept = []
+        for spec in self.fault_specs:
+            if not spec.drawn:
+                kept.append(spec)
+                continue
+            fitting = [FaultSpec(spec.name, t) for t in DRAWN_TARGETS.get(spec.name, (spec.target,))
+                       if t == spec.target or can_take(FaultSpec(spec.name, t))]
+            kept.extend(fitting)
+        return RandomSchedule(tuple(kept), self.mean)
 
     def steps(self, rng: random.Random) -> Iterator[Step]:
-        def rounds() -> Iterator[FaultSpec]:
-            while True:
-                order = list(self.fault_specs)
-                rng.shuffle(order)
-                yield from order
-
         def draw() -> float:
             return rng.uniform(self.mean / 2, self.mean * 3 / 2)
-        return _cycle_steps(rounds(), draw, draw)
+        lanes = self.lanes()
+        # (when due, lane index, is a stop): lanes merged on one timeline, ties in lane order
+        due: list[tuple[float, int, bool]] = [(rng.uniform(0, self.mean), i, False) for i in range(len(lanes))]
+        heapq.heapify(due)
+        names = list(lanes)
+        while True:
+            at, lane, stopping = heapq.heappop(due)
+            name = names[lane]
+            if stopping:
+                yield Step("stop", lanes[name][0], at=at)
+                heapq.heappush(due, (at + draw(), lane, False))
+                continue
+            spec = rng.choice(lanes[name])
+            yield Step("start", spec, at=at)
+            heapq.heappush(due, (at + draw(), lane, not spec.scenario))
 
 
 @dataclass(frozen=True)

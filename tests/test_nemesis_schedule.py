@@ -1,6 +1,6 @@
 """Fault spec parsing and schedules, pure: errors name the bad part and the valid names;
 fixed and random schedules follow their rhythm and repeat for a seed; scripts run in
-order of their offsets."""
+order of their offsets; random faults overlap and draw their targets."""
 from __future__ import annotations
 
 import itertools
@@ -10,7 +10,7 @@ import pytest
 
 from clusters.errors import ClusterConfigError
 from nemesis.schedule import FixedSchedule, RandomSchedule, ScriptedSchedule, Step, make_schedule
-from nemesis.spec import FAULT_KINDS, FaultSpec, parse_fault, parse_faults
+from nemesis.spec import DRAWN_TARGETS, FAULT_KINDS, FaultSpec, parse_fault, parse_faults
 
 
 def test_a_composition_parses_in_order_with_default_targets():
@@ -62,16 +62,61 @@ def test_a_scenario_in_a_schedule_has_no_hold_and_no_stop():
         ("start", "leader-bounce", 1.0), ("start", "kill", 1.0)]
 
 
-def test_random_schedule_repeats_for_a_seed_differs_across_seeds_and_stays_around_the_mean():
+def lane_events(steps: list[Step]) -> dict[str, list[tuple[str, float]]]:
+    lanes: dict[str, list[tuple[str, float]]] = {}
+    for step in steps:
+        lanes.setdefault(step.fault.name, []).append((step.action, step.at))
+    return lanes
+
+
+def test_random_schedule_repeats_for_a_seed_differs_across_seeds_and_keeps_each_lane_around_the_mean():
     schedule = RandomSchedule(parse_faults("kill,pause,partition"), mean=10)
-    one, again, other = take(schedule, 60, seed=7), take(schedule, 60, seed=7), take(schedule, 60, seed=8)
+    one, again, other = take(schedule, 90, seed=7), take(schedule, 90, seed=7), take(schedule, 90, seed=8)
     assert one == again and one != other
-    waits = [s.wait for s in one[1:]]
-    assert all(5 <= w <= 15 for w in waits) and len(set(waits)) == len(waits)
-    starts = [s.fault.name for s in one if s.action == "start"]
-    for i in range(0, 30, 3):  # each round has every fault once, in a shuffled order
-        assert sorted(starts[i:i + 3]) == ["kill", "partition", "pause"]
-    assert len({tuple(starts[i:i + 3]) for i in range(0, 30, 3)}) > 1
+    ats = [s.at for s in one]
+    assert all(a is not None for a in ats) and ats == sorted(ats)
+    lanes = lane_events(one)
+    assert sorted(lanes) == ["kill", "partition", "pause"]
+    for name, events in lanes.items():
+        assert [a for a, _ in events] == ["start", "stop"] * (len(events) // 2) + ["start"] * (len(events) % 2)
+        assert 0 <= events[0][1] <= 10, name  # lanes start staggered within the first mean
+        gaps = [later - earlier for (_, earlier), (_, later) in zip(events, events[1:])]
+        assert all(5 <= g <= 15 for g in gaps), (name, gaps)  # every hold and quiet
+        assert len(set(gaps)) == len(gaps)
+
+
+def test_random_faults_overlap():
+    active: set[str] = set()
+    most = 0
+    for step in take(RandomSchedule(parse_faults("kill,pause,partition"), mean=5), 200, seed=3):
+        (active.add if step.action == "start" else active.discard)(step.fault.name)
+        most = max(most, len(active))
+    assert most == 3
+
+
+def test_a_fault_without_a_target_gets_one_drawn_at_each_start_an_explicit_one_is_kept():
+    steps = take(RandomSchedule(parse_faults("kill,partition:bridge"), mean=5), 400, seed=1)
+    kills = {s.fault.target for s in steps if s.action == "start" and s.fault.name == "kill"}
+    assert kills == set(DRAWN_TARGETS["kill"]) and "controller" not in kills
+    assert {s.fault.target for s in steps if s.action == "start" and s.fault.name == "partition"} == {"bridge"}
+
+
+def test_specs_of_one_name_share_a_lane_never_two_at_once_and_scenarios_only_start():
+    steps = take(RandomSchedule(parse_faults("kill:leader,kill:one,leader-bounce"), mean=4), 200, seed=5)
+    kills = [s for s in steps if s.fault.name == "kill"]
+    assert [s.action for s in kills] == ["start", "stop"] * (len(kills) // 2) + ["start"] * (len(kills) % 2)
+    assert {s.fault.target for s in kills if s.action == "start"} == {"leader", "one"}
+    bounces = [s for s in steps if s.fault.name == "leader-bounce"]
+    assert bounces and all(s.action == "start" for s in bounces)
+    assert all(2 <= b.at - a.at <= 6 for a, b in zip(bounces, bounces[1:]))
+
+
+def test_fitted_leaves_out_drawn_targets_the_cluster_cannot_take_never_explicit_ones():
+    schedule = RandomSchedule(parse_faults("kill,pause:minority"), mean=5)
+    fitted = schedule.fitted(lambda spec: spec.target not in ("minority", "all"))
+    assert {str(f) for f in fitted.faults} == {"kill:one", "kill:majority", "kill:leader", "pause:minority"}
+    assert {str(f) for f in schedule.fitted(lambda spec: False).faults} == {"kill:one", "pause:minority"}
+    assert FixedSchedule(parse_faults("kill"), 1).fitted(lambda spec: False).faults == (FaultSpec("kill", "one"),)
 
 
 def test_scripted_schedule_runs_in_order_of_offsets_keeping_the_given_order_for_ties():
@@ -110,7 +155,8 @@ def test_bad_script_entries_are_named_with_their_index(entry, message):
 
 def test_make_schedule_by_name_and_its_refusals():
     assert make_schedule("fixed", "kill", 3) == FixedSchedule((FaultSpec("kill", "one"),), 3.0)
-    assert make_schedule("random", "pause", 4).faults == (FaultSpec("pause", "one"),)
+    assert make_schedule("random", "pause:one", 4).faults == (FaultSpec("pause", "one"),)
+    assert len(make_schedule("random", "pause", 4).faults) == len(DRAWN_TARGETS["pause"])
     assert len(make_schedule("scripted", script=[[0, "start kill"]]).script) == 1
     with pytest.raises(ClusterConfigError, match="fixed, random, scripted"):
         make_schedule("sometimes", "kill")
