@@ -211,7 +211,9 @@ def test_a_leader_killed_mid_run_leaves_unknown_sends_and_a_valid_history(cluste
     assert outcome.valid is True, outcome.results["anomaly_counts"]
 
 
-def test_sends_refused_for_want_of_replicas_are_fail(cluster, tmp_path):
+def test_sends_refused_for_want_of_replicas_are_unknown(cluster, tmp_path):
+    """NOT_ENOUGH_REPLICAS is given before the append, but librdkafka may be re-sending a batch an
+    earlier attempt appended (it re-sends after a leader change without counting a retry): info."""
     topic = "lonely"
     new_topic(cluster, topic)
     survivor = cluster.partition_view(topic, 0).leader
@@ -228,9 +230,10 @@ def test_sends_refused_for_want_of_replicas_are_fail(cluster, tmp_path):
           producer=ProducerOptions(topic=topic, message_timeout_ms=2000, request_timeout_ms=1500,
                                    librdkafka=QUIET))
     sends = [(i, c) for i, c in completions(history(tmp_path)) if i["f"] == "send"]
-    failed = [c for _, c in sends if c["type"] == "fail"]
-    assert failed, Counter(c["type"] for _, c in sends)
-    assert all(c["error"].startswith("NOT_ENOUGH_REPLICAS:") for c in failed)
+    refused = [c for _, c in sends if c.get("error", "").startswith("NOT_ENOUGH_REPLICAS:")]
+    assert refused, Counter(c.get("error") for _, c in sends)
+    assert {c["type"] for c in refused} == {"info"}
+    assert not [c for _, c in sends if c["type"] == "fail"]
     cluster.wait_for_full_isr(topic, 60)
     outcome = finish(cluster, tmp_path, topic)
     assert outcome.valid is True, outcome.results["anomaly_counts"]

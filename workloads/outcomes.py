@@ -3,17 +3,20 @@
 `fail` means the write surely did not happen, `info` that we cannot know
 (DESIGN.md §3.2); a checker trusts a `fail`, so a `fail` must be proven:
 
-- The broker checks the DEFINITE_PRODUCE_ERRORS before it appends anything, so
-  after one of them the batch is surely not in the log — provided no earlier
-  attempt of the same message was sent: only a producer that does not retry
-  (`retries = 0`, not idempotent; an idempotent producer always retries) has
-  definite failures. With retries, an attempt that timed out may have been
-  appended, and the last attempt's error says nothing about it.
-- NOT_LEADER_OR_FOLLOWER is not definite: a leader that loses its leadership
-  while an acks=all batch waits for replication answers it after the append
-  (Kafka's DelayedProduce does the same), and the batch may survive on the new
-  leader. Timeouts (_MSG_TIMED_OUT, REQUEST_TIMED_OUT), lost connections and
-  anything else are `info`.
+- A broker error proves nothing about a message that may have been sent before.
+  librdkafka re-sends a batch after a leader-change error (NOT_LEADER_OR_FOLLOWER,
+  which a leader answers after the append when it loses leadership while an
+  acks=all batch waits, as Kafka's DelayedProduce does) without counting it as a
+  retry, so even with `retries = 0` the error reported may be the second attempt's
+  while the first is in the log. Measured on 2026-11-22: a kill/pause/partition run
+  read two values at offsets of leader epoch 2 whose sends had failed with
+  NOT_ENOUGH_REPLICAS, an error the broker gives only before it appends, from epoch 4.
+  So NOT_ENOUGH_REPLICAS, UNKNOWN_TOPIC_OR_PART and the like are `info`.
+- The errors in DEFINITE_PRODUCE_ERRORS are the same for every attempt of a
+  message, so no earlier attempt was appended either; they are `fail` for a
+  producer that does not retry on its own (`retries = 0`, not idempotent).
+- Timeouts (_MSG_TIMED_OUT, REQUEST_TIMED_OUT), lost connections and anything
+  else are `info`.
 - A message produce() refused (BufferError, KafkaException) was never handed to
   librdkafka: `fail`, whatever the retries (the producer's `refused`).
 """
@@ -21,11 +24,7 @@ from __future__ import annotations
 
 from confluent_kafka import KafkaError
 
-DEFINITE_PRODUCE_ERRORS = frozenset((
-    KafkaError.NOT_ENOUGH_REPLICAS,
-    KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC,
-    KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.INVALID_REQUIRED_ACKS,
-))
+DEFINITE_PRODUCE_ERRORS = frozenset((KafkaError.INVALID_REQUIRED_ACKS,))
 
 
 def has_definite_failures(idempotent: bool, retries: int) -> bool:
