@@ -40,6 +40,7 @@ from typing import Any, Mapping, Sequence
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
+from workloads.closing import close_within
 from workloads.messages import poll_record
 from workloads.recording import ClientRecorder, Done, WorkloadConfigError
 
@@ -127,7 +128,7 @@ class ConsumerWorkload:
             consumer = Consumer(config)
         except KafkaException as e:
             raise WorkloadConfigError(f"librdkafka refused the consumer settings {config}: {_describe(e)}") from None
-        _close_quietly(consumer)
+        close_within(consumer, what="the settings probe consumer")
 
     @property
     def poll_rate(self) -> float:
@@ -168,7 +169,7 @@ class ConsumerWorkload:
                                    on_lost=lambda c, parts: self._revoked(client))
         except KafkaException as e:
             if consumer is not None:
-                _close_quietly(consumer)
+                close_within(consumer, what=f"consumer {client.process}")
             self.recorder.complete(handle, "fail", value, error=_describe(e))
             return "fail"
         client.consumer = consumer
@@ -265,7 +266,7 @@ class ConsumerWorkload:
     def _close_consumer(client: _Client) -> None:
         consumer, client.consumer = client.consumer, None
         if consumer is not None:
-            _close_quietly(consumer)
+            close_within(consumer, what=f"consumer {client.process}")
         client.rebalances.clear()  # also the revoke that close() itself reports
         client.carried = None
 
@@ -274,13 +275,6 @@ class ConsumerWorkload:
         self._closed = True
         for client in self._clients.values():
             self._close_consumer(client)
-
-
-def _close_quietly(consumer: Consumer) -> None:
-    try:
-        consumer.close()
-    except (KafkaException, RuntimeError):
-        pass  # a consumer that failed may not close cleanly; it is gone either way
 
 
 def _describe(e: BaseException) -> str:

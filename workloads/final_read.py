@@ -25,6 +25,7 @@ from typing import Any, Iterable
 import orjson
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
+from workloads.closing import close_within
 from workloads.consumer import POSITION_LOST
 from workloads.messages import value_text
 
@@ -47,7 +48,7 @@ def final_read_lines(bootstrap: str, topic: str, partitions: Iterable[int], time
         ends, errors = _high_watermarks(consumer, topic, partitions, started + timeout_s / 2)
         reads = _read(consumer, topic, ends, errors, deadline)
     finally:
-        consumer.close()
+        close_within(consumer, what="the final-read consumer")
     lines: list[dict[str, Any]] = []
     for p in partitions:
         records = reads.get(p, [])
