@@ -50,6 +50,9 @@ def load_state(directory: Path) -> dict[str, Any]:
     except orjson.JSONDecodeError as e:
         raise ClusterConfigError(f"{path} is not valid JSON ({e}); remove the cluster's leftovers with "
                                  f"`fencepost cleanup` and delete {directory}") from None
+    except OSError as e:  # a regular file on the way (NotADirectoryError), no permission, ...
+        raise ClusterConfigError(f"cannot read {path}: {e.strerror}; check the results folder "
+                                 f"(--results) and that {directory} is a folder you may read") from None
 
 
 def recorded_clusters(root: Path) -> list[Path]:

@@ -472,6 +472,8 @@ def test_analyze_compare_cluster_and_nemesis_refuse_bad_values():
     for argv, names in [(["start", "bogus"], ["bogus"]), (["start", "kill", "--target", "nowhere"], ["nowhere"]),
                         (["start", "kill", "--timeout", "nan"], ["--timeout", "nan"]),
                         (["start", "kill", "--seed", "x"], ["--seed", "'x'"]), (["dance"], ["dance"]),
-                        (["heal", "--cluster", "nope", "--results", str(WORK)], ["nope"])]:
+                        (["heal", "--cluster", "nope", "--results", str(WORK)], ["nope"]),
+                        # a regular file on the way to the results folder (it crashed with 255)
+                        (["heal", "--results", str(BLOCKER / "under")], ["a-file", "--results"])]:
         refused(cli(["nemesis", *argv, *([] if "--results" in argv else TRIPWIRE)]), *names)
     refused(cli(["no-such-verb"]), "no-such-verb")
