@@ -12,6 +12,7 @@ from typing import NoReturn, Sequence
 
 from harness.commands import command_modules
 from harness.errors import EXIT_BAD_INPUT, EXIT_CRASH, BadInput
+from harness.pipes import outputs_that_may_close
 
 
 class _Parser(argparse.ArgumentParser):
@@ -34,6 +35,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    with outputs_that_may_close():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     try:
         parser = build_parser()
         try:
