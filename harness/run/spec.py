@@ -325,7 +325,26 @@ def _check_system(spec: TestSpec) -> None:
     unknown = sorted(set(spec.backend_options) - set(names))
     if unknown:
         raise BadInput(f"backend_options: the {spec.backend} backend has no option {unknown[0]!r}; "
-                       f"its options: {', '.join(names) or 'none'}")  # values are checked by the backend
+                       f"its options: {', '.join(names) or 'none'}")
+    _check_backend_option_values(spec)
+
+
+def _check_backend_option_values(spec: TestSpec) -> None:
+    """What can be judged before anything exists: the netns subnet's form and size (whether it is
+    free is checked at setup). Other backends check their values when they connect."""
+    if spec.backend != "netns" or "subnet" not in spec.backend_options:
+        return
+    from clusters.errors import ClusterConfigError
+    from clusters.hosts import netns_network
+    subnet = spec.backend_options["subnet"]
+    if not isinstance(subnet, str):
+        raise BadInput(f"backend_options: subnet = {subnet!r}: give an IPv4 network such as "
+                       f"{netns_network.DEFAULT_SUBNET}")
+    nodes = [f"n{i}" for i in range(spec.nodes + 1)]  # the brokers and a control-plane node
+    try:
+        netns_network.plan("check", nodes, subnet)
+    except ClusterConfigError as e:
+        raise BadInput(f"backend_options: {e}") from None
 
 
 def _backend_option_names(backend: str) -> tuple[str, ...]:
