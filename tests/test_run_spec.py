@@ -60,6 +60,9 @@ def test_a_scripted_nemesis_keeps_its_steps():
     ({"name": "../escape"}, "a test name is a folder name"),
     ({"timeouts": {"quiesce": -1}}, "timeouts.quiesce = -1"),
     ({"notes": ["x"]}, "written by fencepost"),
+    ({"backend": "netns", "backend_options": {"subnet": "bogus"}}, "subnet 'bogus' is not an IPv4 network"),
+    ({"backend": "netns", "backend_options": {"subnet": "10.1.2.0/30"}}, "choose a larger subnet"),
+    ({"backend": "netns", "backend_options": {"subnet": 10}}, "subnet = 10: give an IPv4 network"),
 ])
 def test_every_bad_value_is_named(config, fragment):
     with pytest.raises(BadInput) as raised:
