@@ -7,13 +7,14 @@ from __future__ import annotations
 from clusters.cluster import Cluster
 from clusters.errors import ClusterConfigError
 from nemesis.faults import Fault, KillFault, PartitionFault, PauseFault, PowerCutFault
+from nemesis.fast_leader_change import FastLeaderChange
 from nemesis.scenarios import LeaderBounce, Zombie
 from nemesis.spec import FaultSpec
 from nemesis.targets import least_brokers
 
 FAULT_CLASSES: dict[str, type[Fault]] = {
     "partition": PartitionFault, "pause": PauseFault, "kill": KillFault, "power-cut": PowerCutFault,
-    "leader-bounce": LeaderBounce, "zombie": Zombie,
+    "leader-bounce": LeaderBounce, "zombie": Zombie, "fast-leader-change": FastLeaderChange,
 }
 LEAST_BROKERS = {("partition", "minority"): 3, ("partition", "bridge"): 3, ("partition", "majorities-ring"): 3}
 POWER_CUT_FIX = ("start the cluster so that kill -9 loses unflushed writes: for the own system the flush mode "
@@ -25,7 +26,7 @@ def new_fault(spec: FaultSpec) -> Fault:
 
 
 def needs_partitions(spec: FaultSpec) -> bool:
-    return spec.name in ("partition", "zombie")
+    return spec.name in ("partition", "zombie", "fast-leader-change")
 
 
 def check_fault(spec: FaultSpec, cluster: Cluster) -> None:
@@ -40,7 +41,7 @@ def check_fault(spec: FaultSpec, cluster: Cluster) -> None:
         raise ClusterConfigError(f"fault {spec}: a kill -9 of this {cluster.system.name} cluster loses no "
                                  f"unflushed write, so it would be a plain kill; {POWER_CUT_FIX}")
     brokers = len(cluster.broker_nodes)
-    least = {"leader-bounce": 2, "zombie": 3}.get(spec.name) or LEAST_BROKERS.get(
+    least = {"leader-bounce": 2, "zombie": 3, "fast-leader-change": 3}.get(spec.name) or LEAST_BROKERS.get(
         (spec.name, spec.target), least_brokers(spec.target))
     if brokers < least:
         raise ClusterConfigError(f"fault {spec} needs at least {least} brokers; cluster {cluster.name} has "

@@ -49,6 +49,9 @@ FAULT_KINDS: dict[str, FaultKind] = {k.name: k for k in (
               "wait for the election, restart the old leader"),
     FaultKind("zombie", (), RANDOM_PARTITION, True,
               "KAFKA-6880: cut a follower off from the control plane only, move leadership twice, heal"),
+    FaultKind("fast-leader-change", (), RANDOM_PARTITION, True,
+              "KAFKA-6361: cut the next leader off from the leader, kill the leader, then the next one "
+              "before the third replica refetches; heal, restart both"),
 )}
 
 

@@ -1,0 +1,124 @@
+"""The `fast-leader-change` scenario (KAFKA-6361, fixed by KIP-279): two leader changes in
+quick succession leave a follower whose latest epoch the final leader never had; with
+KIP-101's OffsetsForLeaderEpoch v0 answer (the start of the first larger epoch, no epoch)
+it keeps records of its own epoch where the leader holds older ones -> diverged replicas.
+
+Roles, with clean elections (the first ISR member in replica order that is unfenced):
+L the leader (epoch e), B the follower elected next, C the other follower. Needs RF >= 3,
+min.insync.replicas >= 2 and a network that can be cut between brokers.
+
+0. If B leads another partition, stop it cleanly and start it (its leaderships move away)
+   and wait until it is back in P's ISR: a broker answers one request per connection at a
+   time, so a stalled send to a partition B leads would hold back every send to B — P's too.
+1. Cut B off from L only (B still reaches the controller and C). What L appends now (one
+   request's batch: the rest waits behind it) reaches only C, unacknowledged. Wait
+   `settle`, well below the replica lag time, so that L keeps B in the ISR.
+2. Also cut C off from B (C still reaches the controller: it stays unfenced and in the
+   ISR, but can neither fetch from B nor truncate against it). kill -9 L, wait until B
+   leads (epoch e+1), wait `lead` (below the lag time, or B drops C from the ISR): B
+   appends records of epoch e+1 at the offsets where C holds L's epoch-e tail.
+3. kill -9 B, wait until C leads (epoch e+2; C never saw epoch e+1). Its ISR is C alone:
+   it takes no acks=all write until a replica rejoins.
+4. Heal the cuts, start L and B, wait until both are back in the ISR. B asks C where epoch
+   e+1 ends: `kip101` answers the start of epoch e+2 (C's log end when it took over), and B
+   keeps whole batches of its epoch-(e+1) records below it -> replica-divergence, when C's
+   tail reaches past B's first batch; `kip279`/`kip320` answer (epoch e, that offset), and
+   B cuts at its own end of epoch e. `hw`: B cuts at its high watermark, below all of it.
+
+So a scenario diverges kip101 replicas only when L's last request carried a batch for P
+and B's first batch is not longer than it: it finds the weakness in some runs, not each.
+Where the controller is a broker (stock Kafka, ZooKeeper mode) it must not be C, or B,
+cut off from C, would never hear that it leads; a randomly drawn partition is then
+swapped for one whose roles fit. If L's successor is not B, steps 2-3 stop there and the
+cluster is healed. The scenario's info value names the roles and each leader and epoch seen.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from clusters.errors import ClusterConfigError, HostError
+from clusters.systems.base import PartitionView
+from nemesis.context import NemesisContext
+from nemesis.grudges import isolate_from
+from nemesis.scenarios import SETTLE_S, Scenario
+from nemesis.spec import RANDOM_PARTITION, FaultSpec
+
+LEAD_S = 2.0  # B's time as leader: below the own system's replica lag time (5 s)
+
+
+@dataclass(frozen=True)
+class Roles:
+    leader: str  # L
+    next_leader: str  # B: the follower the controller elects when L is gone
+    other: str  # C: elected after B, never sees B's epoch
+
+
+def roles_for(view: PartitionView, controller: str | None = None) -> Roles | None:
+    """L, B and C of a partition, or None when it has no leader, fewer than two followers in its
+    ISR, or the controller (when it is a broker) would be C."""
+    followers = [r for r in view.replicas if r in view.isr and r != view.leader]
+    if view.leader is None or len(followers) < 2 or controller == followers[1]:
+        return None
+    return Roles(view.leader, followers[0], followers[1])
+
+
+class FastLeaderChange(Scenario):
+    def __init__(self, spec: FaultSpec, settle: float = SETTLE_S, lead: float = LEAD_S) -> None:
+        super().__init__(spec)
+        self.settle = settle
+        self.lead = lead
+
+    def run(self, ctx: NemesisContext, done: dict[str, Any]) -> None:
+        view, roles = self._choose_roles(ctx, ctx.await_leader(self.partition))
+        leader, next_leader, other = roles.leader, roles.next_leader, roles.other
+        done.update(partition=self.partition, leader=leader, next_leader=next_leader, other=other,
+                    leader_epoch=view.leader_epoch)
+        if self._leads_elsewhere(ctx, next_leader):
+            self.stop_cleanly(ctx, next_leader)  # its leaderships move away
+            self.start_node(ctx, next_leader)
+            self.await_isr(ctx, next_leader)
+        self.cut_off(ctx, isolate_from(next_leader, [leader]))
+        time.sleep(self.settle)  # L's appends reach only C
+        self.cut_off(ctx, isolate_from(other, [next_leader]))  # added to the first cut
+        self.kill(ctx, leader)
+        second = self.await_leader(ctx, (leader,))
+        done.update(second_leader=second.leader, second_leader_epoch=second.leader_epoch)
+        if second.leader == next_leader:
+            time.sleep(self.lead)  # B appends epoch e+1 records where C holds L's tail
+            self.kill(ctx, next_leader)
+            third = self.await_leader(ctx, (leader, next_leader))
+            done.update(third_leader=third.leader, third_leader_epoch=third.leader_epoch)
+        self.heal_cut(ctx)
+        for node in sorted(self.down):
+            self.start_node(ctx, node)
+        for node in (leader, next_leader):
+            self.await_isr(ctx, node)
+
+    def _leads_elsewhere(self, ctx: NemesisContext, node: str) -> bool:
+        """Whether `node` leads another partition of the topic (its connections would be held up by
+        that partition's stalled sends, and P's would never reach it)."""
+        return any(ctx.view(p).leader == node for p in ctx.cluster.partitions(ctx.topic) if p != self.partition)
+
+    def _choose_roles(self, ctx: NemesisContext, view: PartitionView) -> tuple[PartitionView, Roles]:
+        """This partition's view and roles, or another partition's when this one was drawn at random
+        and its roles do not fit; ClusterConfigError / HostError saying what is missing."""
+        if len(view.replicas) < 3:
+            raise ClusterConfigError(f"fast-leader-change needs a replication factor of at least 3; "
+                                     f"{ctx.topic}-{self.partition} has replicas {', '.join(view.replicas)}: "
+                                     f"create the topic with RF >= 3")
+        controller = ctx.cluster.system.controller_broker(ctx.cluster.hosts)
+        candidates = [view]
+        if self.spec.target == RANDOM_PARTITION and ctx.partition is None:
+            others = [p for p in ctx.cluster.partitions(ctx.topic) if p != self.partition]
+            candidates += [ctx.view(p) for p in ctx.rng.sample(others, len(others))]
+        for candidate in candidates:
+            roles = roles_for(candidate, controller)
+            if roles is not None:
+                self.partition = candidate.partition
+                return candidate, roles
+        where = "" if controller is None else f", with the controller {controller} not its second follower"
+        raise HostError(f"fast-leader-change: {ctx.topic}-{self.partition} needs a leader and two followers in "
+                        f"its ISR{where}; it has ISR {', '.join(view.isr) or 'empty'}: wait until replicas "
+                        f"have caught up")
