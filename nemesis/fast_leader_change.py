@@ -76,6 +76,7 @@ class FastLeaderChange(Scenario):
         done.update(partition=self.partition, leader=leader, next_leader=next_leader, other=other,
                     leader_epoch=view.leader_epoch)
         if self._leads_elsewhere(ctx, next_leader):
+            done.update(restarted_first=next_leader)
             self.stop_cleanly(ctx, next_leader)  # its leaderships move away
             self.start_node(ctx, next_leader)
             self.await_isr(ctx, next_leader)
