@@ -1,6 +1,6 @@
 """The fast-leader-change scenario (KAFKA-6361): its roles, pure; and, end to end under
 `fencepost run` on netns, what it finds — diverged replicas with KIP-101's one-round
-truncation, none with KIP-320's."""
+truncation in some runs (at least one of MAX_RUNS), none with KIP-320's."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -14,7 +14,8 @@ from nemesis.fast_leader_change import FastLeaderChange, Roles, roles_for
 from nemesis.spec import RANDOM_PARTITION, parse_fault
 from tests.test_run_end_to_end import history, run
 
-MAX_RUNS = 5
+MAX_RUNS = 8  # a 30 s run diverged in 3 of 8 (seeds 1-8); 8 misses in a row: about 2 %
+KIP320_SEEDS = (1, 2)
 SUBNETS = {"kip101": "10.77.91.0/24", "kip320": "10.77.92.0/24"}
 
 
@@ -72,7 +73,7 @@ def test_kip101_replicas_diverge_and_kip320_replicas_do_not(tmp_path):
             assert done.returncode == 1 and "verdict: invalid" in done.stdout
             break
     assert found is not None, f"no replica divergence in {MAX_RUNS} kip101 runs"
-    for seed in range(1, max(found, 2) + 1):
+    for seed in KIP320_SEEDS:
         done, run_dir = fast_leader_change(tmp_path, "kip320", seed)
         assert done.returncode == 0, (done.stdout, done.stderr[-3000:])
         assert "verdict: valid" in done.stdout
