@@ -25,12 +25,12 @@ from clusters.cluster import Cluster, ClusterSpec
 from clusters.errors import ClusterConfigError, HostError
 from clusters.systems.base import TopicSpec
 from harness.checking import CheckOutcome, check_run
-from harness.errors import BadInput
+from harness.errors import EXIT_CRASH, BadInput
 from harness.history import HistoryWriter, Recorder
 from harness.interrupts import sigterm_as_interrupt
 from harness.run.progress import Progress, Status
 from harness.run.spec import TestSpec
-from harness.run.store import close_logger, new_run_dir, run_logger
+from harness.run.store import LOG_FILE, close_logger, new_run_dir, run_logger
 from harness.run.traffic import Traffic, start_traffic, write_final_reads
 
 HISTORY = "history.jsonl"
@@ -47,9 +47,14 @@ class RunOutcome:
     timings: dict[str, float] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     last_op_at: float | None = None  # monotonic time when the traffic stopped
+    failures: list[str] = field(default_factory=list)  # parts of the harness that crashed while the run went on
 
     @property
     def exit_code(self) -> int:
+        """§3.5; a harness part that crashed (the nemesis) makes it 255 whatever the verdict of
+        the history: the run did not do what was asked."""
+        if self.failures:
+            return EXIT_CRASH
         return self.check.exit_code if self.check is not None else 2
 
 
@@ -117,6 +122,16 @@ def _setup(spec: TestSpec, run_dir: Path, progress: Progress, log: logging.Logge
     return cluster
 
 
+def run_nemesis(nemesis: Any, duration: float, log: logging.Logger, crashes: list[BaseException]) -> None:
+    """The nemesis thread: a crash (a bug, not a failed action: those are recorded and the loop
+    goes on) is kept in `crashes` and logged, not just printed by the thread machinery."""
+    try:
+        nemesis.run(duration=duration)
+    except Exception as e:
+        crashes.append(e)
+        log.exception("the nemesis crashed; its faults stop here")
+
+
 def _main_heal_and_final_reads(spec: TestSpec, cluster: Cluster, recorder: Recorder, run_dir: Path,
                                progress: Progress, log: logging.Logger, outcome: RunOutcome,
                                started: float) -> None:
@@ -137,8 +152,9 @@ def _main_heal_and_final_reads(spec: TestSpec, cluster: Cluster, recorder: Recor
         main_started = time.monotonic()
         outcome.timings["run to first op"] = main_started - started
         worker = None
+        crashes: list[BaseException] = []
         if nemesis is not None:
-            worker = threading.Thread(target=nemesis.run, kwargs={"duration": spec.time_limit},
+            worker = threading.Thread(target=run_nemesis, args=(nemesis, spec.time_limit, log, crashes),
                                       name="nemesis", daemon=True)
             worker.start()
         progress.start(lambda: _status(traffic, nemesis, main_started, spec.time_limit))
@@ -152,6 +168,10 @@ def _main_heal_and_final_reads(spec: TestSpec, cluster: Cluster, recorder: Recor
             outcome.last_op_at = time.monotonic()
             progress.phase("heal")
     log.info("healed: %s", guard.result)
+    for crash in crashes:
+        outcome.failures.append(f"the nemesis crashed: {type(crash).__name__}: {crash}; its faults stopped there "
+                                f"(healed as usual; the traceback is in {LOG_FILE})")
+        outcome.problems.append(outcome.failures[-1])
     if nemesis is not None and nemesis.errors:
         outcome.problems += [f"nemesis: {e}" for e in nemesis.errors]
     traffic.close(spec.timeouts.final_read)
