@@ -157,7 +157,7 @@ def bad_run_flag(draw) -> tuple[list[str], list[str]]:
         good = draw(st.lists(st.sampled_from(["kill", "pause", "partition:majorities-ring", "kill:leader"]),
                              max_size=2))
         bad = draw(st.one_of(junk_text.filter(lambda t: t.strip() not in (
-            "kill", "pause", "partition", "power-cut", "leader-bounce", "zombie", "none") and "," not in t
+            "kill", "pause", "partition", "power-cut", "leader-bounce", "zombie", "fast-leader-change", "none") and "," not in t
             and ":" not in t), st.sampled_from(["kill:nowhere", "partition:", "zombie:x", "pause:bridge", ","])))
         faults = ",".join([*good, bad])
         assert faults.strip() not in ("", "none")

@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                     parser_class=type(parser))
     start = actions.add_parser("start", help="inject one fault and leave it in place")
     start.add_argument("fault", metavar="FAULT",
-                       help="partition, pause, kill, power-cut, leader-bounce or zombie (NAME[:TARGET] works too)")
+                       help="partition, pause, kill, power-cut, leader-bounce, zombie or fast-leader-change (NAME[:TARGET] works too)")
     start.add_argument("--target", help="partition: one, minority, majority, majorities-ring, bridge, leader, "
                                         "controller; pause/kill/power-cut: one, leader, controller, minority, all")
     start.add_argument("--seed", type=int, help="seed for the choice of nodes (default: random)")

@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--truncation", help="hw, kip101, kip279 or kip320 (default kip320)")
     parser.add_argument("--flush", help="the own broker's flush mode: os, fsync, lazy (default os; lazy with power-cut)")
     parser.add_argument("--nemesis", metavar="FAULTS",
-                        help="faults, e.g. kill,pause,partition:majorities-ring, leader-bounce, zombie; none for none")
+                        help="faults, e.g. kill,pause,partition:majorities-ring, leader-bounce, zombie, fast-leader-change; none for none")
     parser.add_argument("--nemesis-schedule", help="fixed, random (default) or scripted (script from --config)")
     parser.add_argument("--nemesis-interval", type=float, metavar="S", help="seconds between faults (default 10)")
     parser.add_argument("--time-limit", type=float, metavar="S", help="seconds of traffic (default 60)")

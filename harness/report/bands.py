@@ -14,7 +14,7 @@ the history). Then faults are opened and closed:
 A `heal` (a band of its own) closes every open fault; a fault started again on a
 node that already has one open closes the older one where its action ended (a
 history that records a kill as kill-and-restart in one action); a fault still open
-when the history ends lasts to its end. Scenarios (`leader-bounce`, `zombie`) are
+when the history ends lasts to its end. Scenarios (`leader-bounce`, `zombie`, `fast-leader-change`) are
 bands of kind `scenario` from their invoke to their info; their steps are faults
 like any other, marked with the scenario's name. Waits (`await-*`) are not faults.
 Any other action is a band of its own kind, from invoke to info.
@@ -29,7 +29,7 @@ FAULT_STARTS = {"start-partition": "partition", "pause": "pause", "kill": "kill"
                 "power-cut": "power-cut", "stop": "stop"}
 FAULT_STOPS = {"stop-partition": ("partition",), "resume": ("pause",),
                "start": ("kill", "power-cut", "stop")}
-SCENARIOS = ("leader-bounce", "zombie")
+SCENARIOS = ("leader-bounce", "zombie", "fast-leader-change")
 HEAL = "heal"
 SCENARIO = "scenario"
 
