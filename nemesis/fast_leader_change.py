@@ -43,7 +43,7 @@ from clusters.systems.base import PartitionView
 from nemesis.context import NemesisContext
 from nemesis.grudges import isolate_from
 from nemesis.scenarios import SETTLE_S, Scenario
-from nemesis.spec import RANDOM_PARTITION, FaultSpec
+from nemesis.spec import FaultSpec
 
 LEAD_S = 2.0  # B's time as leader: below the own system's replica lag time (5 s)
 
@@ -110,11 +110,7 @@ class FastLeaderChange(Scenario):
                                      f"{ctx.topic}-{self.partition} has replicas {', '.join(view.replicas)}: "
                                      f"create the topic with RF >= 3")
         controller = ctx.cluster.system.controller_broker(ctx.cluster.hosts)
-        candidates = [view]
-        if self.spec.target == RANDOM_PARTITION and ctx.partition is None:
-            others = [p for p in ctx.cluster.partitions(ctx.topic) if p != self.partition]
-            candidates += [ctx.view(p) for p in ctx.rng.sample(others, len(others))]
-        for candidate in candidates:
+        for candidate in self.candidate_views(ctx, view):
             roles = roles_for(candidate, controller)
             if roles is not None:
                 self.partition = candidate.partition

@@ -138,6 +138,15 @@ class Scenario(Fault):
             op.value = {**op.value, **view_json(view)}
         return view
 
+    def candidate_views(self, ctx: NemesisContext, view: PartitionView) -> list[PartitionView]:
+        """This partition's view, then — when it was drawn at random — every other partition's, in
+        a seeded random order: where a scenario may look when its roles do not fit here."""
+        candidates = [view]
+        if self.spec.target == RANDOM_PARTITION and ctx.partition is None:
+            others = [p for p in ctx.cluster.partitions(ctx.topic) if p != self.partition]
+            candidates += [ctx.view(p) for p in ctx.rng.sample(others, len(others))]
+        return candidates
+
     def _restore(self, ctx: NemesisContext, raise_errors: bool) -> None:
         """Undo what is still cut, paused or down (control plane first); errors raised after trying all."""
         errors = []
@@ -213,11 +222,7 @@ class LeaderBounce(Scenario):
         """(the view, (G, F)) for this partition, or for another one when the partition was drawn
         at random and roles do not fit here."""
         controller = ctx.cluster.system.controller_broker(ctx.cluster.hosts)
-        candidates = [view]
-        if self.spec.target == RANDOM_PARTITION and ctx.partition is None:
-            others = [p for p in ctx.cluster.partitions(ctx.topic) if p != self.partition]
-            candidates += [ctx.view(p) for p in ctx.rng.sample(others, len(others))]
-        for candidate in candidates:
+        for candidate in self.candidate_views(ctx, view):
             followers = [r for r in candidate.replicas if r in candidate.isr and r != candidate.leader]
             if candidate.leader is not None and len(followers) >= 2 and controller in (None, followers[1]):
                 self.partition = candidate.partition
