@@ -60,9 +60,11 @@ def test_the_shipped_campaigns_plan_what_their_comments_say():
     assert len(kafka.runs) == 10 and {(r.spec.system, r.spec.truncation) for r in kafka.runs} == {("kafka:4.3.1",
                                                                                                   "kip320")}
     power = load_campaign(REPO / "campaigns" / "power.toml")
-    assert len(power.runs) == 40 and {(r.spec.truncation, r.spec.nemesis.faults, r.spec.time_limit)
-                                      for r in power.runs} == {(t, f, 60.0) for t in ("hw", "kip101")
-                                                               for f in ("kill,pause,partition", "leader-bounce")}
+    cells = {(r.spec.truncation, r.spec.nemesis.faults, r.spec.concurrency) for r in power.runs}
+    assert len(power.runs) == 60 and {r.spec.time_limit for r in power.runs} == {60.0}
+    assert cells == {(t, f, 10) for t in ("hw", "kip101") for f in ("kill,pause,partition", "leader-bounce")} | {
+        ("kip101", "fast-leader-change", 10), ("kip101", "fast-leader-change", 3)}
+    assert {r.spec.nemesis.interval for r in power.runs if r.spec.nemesis.faults == "kill,pause,partition"} == {3.0}
 
 
 @pytest.mark.parametrize("text, message", [
