@@ -128,8 +128,7 @@ class RandomSchedule(Schedule):
         """Fault name -> the specs its lane draws from, in the order given."""
         lanes: dict[str, list[FaultSpec]] = {}
         for spec in self.fault_specs:
-            targets = DRAWN_TARGETS.get(spec.name, (spec.target,)) if spec.drawn else (spec.target,)
-            lanes.setdefault(spec.name, []).extend(FaultSpec(spec.name, t) for t in targets)
+            lanes.setdefault(spec.name, []).extend(_choices(spec))
         return {name: tuple(dict.fromkeys(specs)) for name, specs in lanes.items()}
 
     def fitted(self, can_take: Callable[[FaultSpec], bool]) -> RandomSchedule:
@@ -137,12 +136,7 @@ class RandomSchedule(Schedule):
         default target and explicit targets always stay (the runner checks them strictly)."""
         kept = []
         for spec in self.fault_specs:
-            if not spec.drawn:
-                kept.append(spec)
-                continue
-            fitting = [FaultSpec(spec.name, t) for t in DRAWN_TARGETS.get(spec.name, (spec.target,))
-                       if t == spec.target or can_take(FaultSpec(spec.name, t))]
-            kept.extend(fitting)
+            kept.extend(c for c in _choices(spec) if not spec.drawn or c.target == spec.target or can_take(c))
         return RandomSchedule(tuple(kept), self.mean)
 
     def steps(self, rng: random.Random) -> Iterator[Step]:
@@ -163,6 +157,13 @@ class RandomSchedule(Schedule):
             spec = rng.choice(lanes[name])
             yield Step("start", spec, at=at)
             heapq.heappush(due, (at + draw(), lane, not spec.scenario))
+
+
+def _choices(spec: FaultSpec) -> list[FaultSpec]:
+    """The specs a random schedule may start for `spec`: its drawn targets, or itself."""
+    if not spec.drawn:
+        return [spec]
+    return [FaultSpec(spec.name, t) for t in DRAWN_TARGETS.get(spec.name, (spec.target,))]
 
 
 @dataclass(frozen=True)

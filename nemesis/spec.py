@@ -20,11 +20,10 @@ PARTITION_TARGETS = ("one", "minority", "majority", "majorities-ring", "bridge",
 PROCESS_TARGETS = ("one", "minority", "majority", "all", "leader", "controller")
 # What the random schedule draws from, at each start, for a fault named without a target
 # (Jepsen's combined nemesis does the same); never the control plane.
+DRAWN_PROCESS_TARGETS = ("one", "minority", "majority", "all", "leader")
 DRAWN_TARGETS = {
     "partition": ("one", "minority", "majority", "majorities-ring", "bridge", "leader"),
-    "pause": ("one", "minority", "majority", "all", "leader"),
-    "kill": ("one", "minority", "majority", "all", "leader"),
-    "power-cut": ("one", "minority", "majority", "all", "leader"),
+    "pause": DRAWN_PROCESS_TARGETS, "kill": DRAWN_PROCESS_TARGETS, "power-cut": DRAWN_PROCESS_TARGETS,
 }
 RANDOM_PARTITION = "random"  # a scenario's default: a partition of the topic drawn from the seeded RNG
 
