@@ -113,8 +113,8 @@ def _setup(spec: TestSpec, run_dir: Path, progress: Progress, log: logging.Logge
     except HostError as e:
         raise RunError(f"setup: the cluster did not come up: {e}") from None
     try:
-        cluster.create_topic(TopicSpec(spec.topic.name, spec.topic.partitions, spec.topic.replication_factor),
-                             spec.timeouts.setup)
+        cluster.create_topic(TopicSpec(spec.topic.name, spec.topic.partitions, spec.topic.replication_factor,
+                                       spec.topic.configs() or None), spec.timeouts.setup)
     except BaseException:
         _teardown(cluster, run_dir, progress, log, None)
         raise

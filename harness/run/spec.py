@@ -42,6 +42,11 @@ class TopicSettings:
     partitions: int = 3
     replication_factor: int = 3
     min_insync_replicas: int = 2
+    unclean_leader_election: bool = False  # the topic's unclean.leader.election.enable
+
+    def configs(self) -> dict[str, str]:
+        """Topic configs beyond what every system sets (min.insync.replicas goes with the system)."""
+        return {"unclean.leader.election.enable": "true"} if self.unclean_leader_election else {}
 
 
 @dataclass(frozen=True)
