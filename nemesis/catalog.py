@@ -25,13 +25,9 @@ def new_fault(spec: FaultSpec) -> Fault:
     return FAULT_CLASSES[spec.name](spec)
 
 
-def needs_partitions(spec: FaultSpec) -> bool:
-    return spec.name in ("partition", "zombie", "fast-leader-change")
-
-
 def check_fault(spec: FaultSpec, cluster: Cluster) -> None:
     """ClusterConfigError saying what to change when this cluster cannot take `spec`."""
-    if needs_partitions(spec) and not cluster.supports_partitions:
+    if spec.kind.cuts_network and not cluster.supports_partitions:
         try:
             cluster.partition({})  # raises the backend's own explanation
         except ClusterConfigError as e:
@@ -41,8 +37,7 @@ def check_fault(spec: FaultSpec, cluster: Cluster) -> None:
         raise ClusterConfigError(f"fault {spec}: a kill -9 of this {cluster.system.name} cluster loses no "
                                  f"unflushed write, so it would be a plain kill; {POWER_CUT_FIX}")
     brokers = len(cluster.broker_nodes)
-    least = {"leader-bounce": 2, "zombie": 3, "fast-leader-change": 3}.get(spec.name) or LEAST_BROKERS.get(
-        (spec.name, spec.target), least_brokers(spec.target))
+    least = max(spec.kind.least_brokers, LEAST_BROKERS.get((spec.name, spec.target), least_brokers(spec.target)))
     if brokers < least:
         raise ClusterConfigError(f"fault {spec} needs at least {least} brokers; cluster {cluster.name} has "
                                  f"{brokers}: choose another target or a bigger cluster")

@@ -35,22 +35,26 @@ class FaultKind:
     default_target: str
     scenario: bool  # runs its steps to the end when started; nothing stays active
     what: str
+    cuts_network: bool = False  # needs a backend that can make partitions
+    least_brokers: int = 1  # whatever the target (a target may need more: `catalog.check_fault`)
 
 
 FAULT_KINDS: dict[str, FaultKind] = {k.name: k for k in (
-    FaultKind("partition", PARTITION_TARGETS, "one", False, "cut the network (iptables DROP in the nodes)"),
+    FaultKind("partition", PARTITION_TARGETS, "one", False, "cut the network (iptables DROP in the nodes)",
+              cuts_network=True),
     FaultKind("pause", PROCESS_TARGETS, "one", False, "SIGSTOP the node's processes; heal: SIGCONT"),
     FaultKind("kill", PROCESS_TARGETS, "one", False, "kill -9 the node's processes; heal: start them again"),
     FaultKind("power-cut", PROCESS_TARGETS, "one", False,
               "kill -9 losing unflushed writes (own broker flush=lazy); heal: start them again"),
     FaultKind("leader-bounce", (), RANDOM_PARTITION, True,
               "KIP-101 scenario 1: pause the leader, kill -9 and restart a follower, kill the leader, "
-              "wait for the election, restart the old leader"),
+              "wait for the election, restart the old leader", least_brokers=2),
     FaultKind("zombie", (), RANDOM_PARTITION, True,
-              "KAFKA-6880: cut a follower off from the control plane only, move leadership twice, heal"),
+              "KAFKA-6880: cut a follower off from the control plane only, move leadership twice, heal",
+              cuts_network=True, least_brokers=3),
     FaultKind("fast-leader-change", (), RANDOM_PARTITION, True,
               "KAFKA-6361: cut the next leader off from the leader, kill the leader, then the next one "
-              "before the third replica refetches; heal, restart both"),
+              "before the third replica refetches; heal, restart both", cuts_network=True, least_brokers=3),
 )}
 
 

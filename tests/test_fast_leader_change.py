@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from clusters.systems.base import PartitionView
-from nemesis.catalog import FAULT_CLASSES, needs_partitions
+from nemesis.catalog import FAULT_CLASSES
 from nemesis.fast_leader_change import FastLeaderChange, Roles, roles_for
 from nemesis.spec import RANDOM_PARTITION, parse_fault
 from tests.test_run_end_to_end import history, run
@@ -37,7 +37,7 @@ def test_the_fault_is_a_scenario_on_a_random_partition_that_needs_partitions():
     spec = parse_fault("fast-leader-change")
     assert spec.scenario and spec.target == RANDOM_PARTITION and not spec.drawn
     assert parse_fault("fast-leader-change:2").target == "2"
-    assert FAULT_CLASSES["fast-leader-change"] is FastLeaderChange and needs_partitions(spec)
+    assert FAULT_CLASSES["fast-leader-change"] is FastLeaderChange and spec.kind.cuts_network
 
 
 def fast_leader_change(tmp_path: Path, truncation: str, seed: int):
