@@ -12,7 +12,9 @@ Grouping rules (DESIGN.md §3.2-3.3, checkers/partition.py):
   reads but no read-state -> complete; a partition with neither -> its final read
   is missing (`final` is None). Without final.jsonl every final read is missing.
 
-`load_run(..., parallel=True)` reads final.jsonl in a forked process
+The history is read by the fast path (harness/fast_history.py) when every
+line is plainly valid, else by the exact reader (`HistoryReader`), which
+reports what is wrong. `load_run(..., parallel=True)` reads final.jsonl in a forked process
 (harness/forked.py) while this one reads the history. `fresh_copy` copies one
 partition's input into fresh memory, for the checks to walk (harness/checking.py).
 """
@@ -30,6 +32,7 @@ import orjson
 from checkers.anomaly import ALL as ALL_ANOMALIES, DEFAULT_INVALID, DUPLICATE
 from checkers.partition import CheckOptions, PartitionHistory, Poll, Reset, Send
 from harness.errors import BadInput, Problems
+from harness.fast_history import read_grouped
 from harness.final_log import FINAL_FILE, FinalLog, read_final
 from harness.forked import Forked, can_fork
 from harness.history import HISTORY_FILE, HistoryReader, Operation
@@ -101,8 +104,13 @@ def load_run(run_dir: Path | str, *, parallel: bool = False) -> LoadedRun:
             final_reader = Forked(f"the process reading {final_path}", _read_final_elsewhere,
                                   final_path)
         try:
-            reader = HistoryReader(history_path, problems)
-            partitions, resets = group_operations(reader.operations())
+            fast = read_grouped(history_path)
+            if fast is not None:
+                partitions, resets, history = fast
+            else:  # something to report: the exact reader says what, with line and field
+                reader = HistoryReader(history_path, problems)
+                partitions, resets = group_operations(reader.operations())
+                history = reader.counts
             final = None
             if final_reader is not None:
                 final, found = final_reader.result()
@@ -115,7 +123,6 @@ def load_run(run_dir: Path | str, *, parallel: bool = False) -> LoadedRun:
         attach_final(partitions, final)
         for ph in partitions.values():
             ph.resets = list(resets)
-    history = reader.counts
     counts = RunCounts(lines=history.lines, ops=history.ops, nemesis=history.nemesis,
                        by_f_type=history.by_f(), final_lines=final.lines if final else 0)
     return LoadedRun(run_dir, dict(sorted(partitions.items())), test, options, invalid, problems,
