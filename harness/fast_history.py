@@ -26,27 +26,8 @@ from harness.history import HistoryCounts, NEMESIS, TYPES
 # rejects: the typed decoder must not accept them (from 2**63 on, msgspec's
 # bounds stop at int64, the exact reader decides).
 _Int = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
-_NULL = msgspec.Raw(b"null")
 
 PartitionKey = tuple[str, int]
-
-
-class _Line(msgspec.Struct, gc=False):
-    index: _Int
-    time: _Int
-    process: Union[_Int, str]
-    type: str
-    f: str
-    value: msgspec.Raw = _NULL  # decoded by `f` below (never, for the nemesis)
-    error: Union[str, None] = None
-
-
-class _SendValue(msgspec.Struct, gc=False):
-    topic: str
-    partition: _Int
-    value: str
-    offset: Union[_Int, None] = None
-    leader_epoch: Union[_Int, None] = None
 
 
 class _Record(msgspec.Struct, gc=False):
@@ -57,13 +38,41 @@ class _Record(msgspec.Struct, gc=False):
     leader_epoch: Union[_Int, None] = None
 
 
-class _PollValue(msgspec.Struct, gc=False):
-    records: list[_Record]
+class _Value(msgspec.Struct, gc=False):
+    """Every client value in one shape (send, ok poll, assign): what a line's
+    `f` and `type` require of it is checked by the loop."""
 
-
-class _AssignValue(msgspec.Struct, gc=False):
-    partitions: list[tuple[str, _Int]]
+    topic: Union[str, None] = None
+    partition: Union[_Int, None] = None
+    value: Union[str, None] = None
+    offset: Union[_Int, None] = None
+    leader_epoch: Union[_Int, None] = None
+    records: Union[list[_Record], None] = None
+    partitions: Union[list[tuple[str, _Int]], None] = None
     start: Any = msgspec.field(default=None, name="from")
+
+
+class _Line(msgspec.Struct, gc=False):
+    index: _Int
+    time: _Int
+    process: Union[_Int, str]
+    type: str
+    f: str
+    value: Union[_Value, None] = None
+    error: Union[str, None] = None
+
+
+class _RawLine(msgspec.Struct, gc=False):
+    """A line whose value is not of `_Value`'s shape: fine where nothing
+    reads the value (the nemesis', a subscribe's, a failed poll's)."""
+
+    index: _Int
+    time: _Int
+    process: Union[_Int, str]
+    type: str
+    f: str
+    value: msgspec.Raw = msgspec.Raw(b"null")
+    error: Union[str, None] = None
 
 
 _invoke_index = attrgetter("invoke_index")
@@ -91,9 +100,8 @@ def _read(path: Path) -> tuple[dict[PartitionKey, PartitionHistory], list[Reset]
     # filled in at its completion; a poll is placed at its completion, as
     # group_operations does (its partitions are known only then).
     decode_line = msgspec.json.Decoder(_Line).decode
-    decode_send = msgspec.json.Decoder(_SendValue).decode
-    decode_poll = msgspec.json.Decoder(_PollValue).decode
-    decode_assign = msgspec.json.Decoder(_AssignValue).decode
+    decode_raw_line = msgspec.json.Decoder(_RawLine).decode
+    validation_error = msgspec.ValidationError
     outcomes = {"ok": "ok", "fail": "fail", "info": "info"}  # one shared str per outcome
     types = frozenset(TYPES)
     partitions: dict[PartitionKey, PartitionHistory] = {}
@@ -140,7 +148,10 @@ def _read(path: Path) -> tuple[dict[PartitionKey, PartitionHistory], list[Reset]
         for index, line in enumerate(file):
             if line[-1] != 10 or (not line.isascii() and not line.decode("utf-8")):
                 raise _GiveUp  # a torn line; (decode raises on bytes orjson would refuse)
-            d = decode_line(line)
+            try:
+                d = decode_line(line)
+            except validation_error:
+                d = _unread_value(decode_raw_line(line))
             p = d.process
             f = d.f
             ty = d.type
@@ -151,7 +162,9 @@ def _read(path: Path) -> tuple[dict[PartitionKey, PartitionHistory], list[Reset]
                     raise _GiveUp
                 nemesis += 1
             elif f == "send":
-                v = decode_send(d.value)
+                v = d.value
+                if v is None or v.topic is None or v.partition is None or v.value is None:
+                    raise _GiveUp
                 if ty == "invoke":
                     if p in pending:
                         raise _GiveUp  # an invoke while another is pending: an error to report
@@ -184,14 +197,11 @@ def _read(path: Path) -> tuple[dict[PartitionKey, PartitionHistory], list[Reset]
                 if p in pending:
                     raise _GiveUp
                 if f == "poll":
-                    if d.value != _NULL:
+                    if d.value is not None:
                         raise _GiveUp
                     pending[p] = (index, d.time, f, None, None)
                 elif f == "assign":
-                    v = decode_assign(d.value)
-                    if v.start is not None and v.start != "beginning" and type(v.start) is not dict:
-                        raise _GiveUp
-                    pending[p] = (index, d.time, f, v, None)
+                    pending[p] = (index, d.time, f, _assignment(d.value), None)
                 elif f == "subscribe" or f == "crash":
                     pending[p] = (index, d.time, f, None, None)
                 else:
@@ -202,11 +212,12 @@ def _read(path: Path) -> tuple[dict[PartitionKey, PartitionHistory], list[Reset]
                     raise _GiveUp
                 grouped = None
                 if f == "poll" and ty == "ok":
-                    grouped = _group(decode_poll(d.value).records, shared)
-                elif f == "assign" and ty == "ok":
-                    v = decode_assign(d.value)
-                    if v.start is not None and v.start != "beginning" and type(v.start) is not dict:
+                    v = d.value
+                    if v is None or v.records is None:
                         raise _GiveUp
+                    grouped = _group(v.records, shared)
+                elif f == "assign" and ty == "ok":
+                    _assignment(d.value)
                 finish(p, invoke, outcomes[ty], index, d.time, grouped, d.error)
             key2 = (f, ty)
             by_f_type[key2] = by_f_type.get(key2, 0) + 1
@@ -223,6 +234,28 @@ def _read(path: Path) -> tuple[dict[PartitionKey, PartitionHistory], list[Reset]
     counts = HistoryCounts(lines=index + 1, ops=sum(by_f_type.values()), nemesis=nemesis)
     counts.by_f_type.update(by_f_type)
     return partitions, resets, counts
+
+
+def _unread_value(d: _RawLine) -> _Line:
+    """`d` with its value dropped, when nothing reads that value; else _GiveUp."""
+    if type(d.process) is int and d.f not in _VALUE_UNREAD and (
+            d.type == "invoke" or d.type == "ok" or d.f in _VALUE_READ_ALWAYS):
+        raise _GiveUp
+    return _Line(d.index, d.time, d.process, d.type, d.f, None, d.error)
+
+
+# Client values the exact reader checks: every send's; a poll's and an
+# assign's at the invoke and on ok. (A completion of an unknown f gives up later.)
+_VALUE_UNREAD = frozenset(("subscribe", "crash"))
+_VALUE_READ_ALWAYS = frozenset(("send",))
+
+
+def _assignment(v: _Value | None) -> _Value:
+    """An assign's value, checked as the exact reader checks it."""
+    if v is None or v.partitions is None or (
+            v.start is not None and v.start != "beginning" and type(v.start) is not dict):
+        raise _GiveUp
+    return v
 
 
 def _group(records: list[_Record], shared: dict[PartitionKey, dict[int, tuple[int, str]]]
