@@ -355,6 +355,19 @@ def test_truncate_beyond_the_end_does_nothing_and_below_the_start_restarts(tmp_p
     assert values_in(log, 50) == [(50, b"0-0-0"), (51, b"0-0-1")]
 
 
+def test_truncate_at_the_end_drops_an_epoch_that_holds_no_record(tmp_path):
+    # A leader of epoch 10 that appended nothing, now a follower: its leader never had epoch 10 and
+    # answers epoch 9; the follower cuts to its own end of epoch 8 (= its log end) and must then ask
+    # about epoch 8, not 10 again (found as a follower asking forever after an unclean election).
+    log = open_log(tmp_path)
+    fill(log, 2, epoch=8)
+    log.epoch_cache.assign(10, log.log_end_offset)
+    assert log.latest_epoch == 10
+    log.truncate_to(log.log_end_offset)
+    assert (log.latest_epoch, log.log_end_offset) == (8, 4)
+    assert log.epoch_cache.epoch_entries() == [(8, 0)]
+
+
 def test_truncation_forgets_the_producer_batches_it_removed(tmp_path):
     log = open_log(tmp_path)
     log.append_as_leader(idempotent(["a"], 0), 0)

@@ -363,6 +363,10 @@ class PartitionLog:
         epoch cache entries from the new log end, and rebuild the producer state."""
         self._check_open()
         if offset >= self.log_end_offset:
+            # An entry at the log end holds no record: a leader that lost its leadership before
+            # appending. Kept, a follower would name that epoch to its leader again and again
+            # (Kafka's UnifiedLog.truncateTo drops it too).
+            self.epoch_cache.truncate_from_end(self.log_end_offset)
             return
         if offset <= self.log_start_offset:
             self.truncate_fully_and_start_at(offset if offset < self.log_start_offset else self.log_start_offset)
