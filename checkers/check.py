@@ -2,8 +2,12 @@
 check, then the linearizability search, gathered into a `PartitionReport`.
 
 This is the one entry point the harness CLI and the Spark pipeline call per
-partition. Which anomalies make a run invalid is the caller's choice;
-`default_invalid` is the documented default (DESIGN.md §3.4).
+partition. Its two halves (`check_half`: the offset checks and the
+linearizability search; the poll, replica and unseen checks) can also run in
+two processes on one partition, their reports joined by `join_halves` into
+the very report `check_partition` gives. Which anomalies make a run invalid
+is the caller's choice; `default_invalid` is the documented default
+(DESIGN.md §3.4).
 """
 from __future__ import annotations
 
@@ -49,18 +53,37 @@ class PartitionReport:
         return "unknown" if self.unknown_reasons else True
 
 
+# The two halves of a partition's check (`check_half`): independent once the
+# observations are built, so that two processes can share one partition.
+OFFSETS_HALF = "offsets"  # offset checks and the linearizability search
+READS_HALF = "reads"  # poll order, replicas, unseen, and the stats
+HALVES = (OFFSETS_HALF, READS_HALF)
+
+
 def check_partition(ph: PartitionHistory, options: CheckOptions) -> PartitionReport:
     """Every check of docs/CHECKERS.md on one partition, then (if
     `options.linearizability`) the linearizability search."""
     obs = observe(ph)
+    return join_halves(check_half(ph, options, OFFSETS_HALF, obs),
+                       check_half(ph, options, READS_HALF, obs))
+
+
+def check_half(ph: PartitionHistory, options: CheckOptions, half: str,
+               obs: Observations | None = None) -> PartitionReport:
+    """One half of `check_partition` (OFFSETS_HALF or READS_HALF), as a
+    partial report for `join_halves`; `obs` is `observe(ph)`, built here
+    when not given."""
+    obs = obs if obs is not None else observe(ph)
+    if half == READS_HALF:
+        not_seen = unseen(ph, obs)
+        anomalies = [*check_polls(ph, obs, obs.known_offsets()), *replica_divergence(ph),
+                     *not_seen.anomalies]
+        # "unjudged" is the offsets half's: set by join_halves.
+        return PartitionReport(ph.topic, ph.partition, anomalies,
+                               _stats(ph, 0, not_seen.anomalies, not_seen.series))
+    if half != OFFSETS_HALF:
+        raise ValueError(f"half must be one of {HALVES}, not {half!r}")
     offsets = check_offsets(ph, obs)
-    not_seen = unseen(ph, obs)
-    anomalies = [
-        *offsets.anomalies,
-        *check_polls(ph, obs, obs.known_offsets()),
-        *replica_divergence(ph),
-        *not_seen.anomalies,
-    ]
     where = f"{ph.topic}/{ph.partition}"
     unknown: list[str] = []
     if ph.final is None:
@@ -73,12 +96,24 @@ def check_partition(ph: PartitionHistory, options: CheckOptions) -> PartitionRep
         unknown.append(f"the final read of {where} is incomplete ({stopped}): "
                        f"{offsets.unjudged} acked write(s) above it could not be judged")
 
-    report = PartitionReport(ph.topic, ph.partition, anomalies,
-                             _stats(ph, offsets.unjudged, not_seen.anomalies, not_seen.series),
-                             unknown_reasons=unknown)
+    report = PartitionReport(ph.topic, ph.partition, list(offsets.anomalies),
+                             {"unjudged": offsets.unjudged}, unknown_reasons=unknown)
     if options.linearizability:
         _search(ph, options, report, obs)
     return report
+
+
+def join_halves(offsets: PartitionReport, reads: PartitionReport) -> PartitionReport:
+    """The report of `check_partition` from its two halves: the offset
+    anomalies, then those of the reads half, then a nonlinearizable one."""
+    found = [a for a in offsets.anomalies if a.name != NONLINEARIZABLE]
+    linear = [a for a in offsets.anomalies if a.name == NONLINEARIZABLE]
+    stats = reads.stats
+    stats["unjudged"] = offsets.stats["unjudged"]
+    return PartitionReport(offsets.topic, offsets.partition, [*found, *reads.anomalies, *linear],
+                           stats, offsets.linearizable, offsets.linear_explored,
+                           offsets.linear_method, offsets.counterexample, offsets.linear_html,
+                           offsets.unknown_reasons)
 
 
 def _search(ph: PartitionHistory, options: CheckOptions, report: PartitionReport,

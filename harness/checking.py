@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from checkers.anomaly import Anomaly
-from checkers.check import PartitionReport, check_partition
+from checkers.check import HALVES, PartitionReport, check_half, check_partition, join_halves
 from checkers.partition import CheckOptions, PartitionHistory
 from harness.errors import BadInput
 from harness.forked import Forked, can_fork, collect
@@ -73,7 +73,7 @@ def check_run(run_dir: Path | str, *, write: bool = True, out: Any = _STDOUT,
     run = load_run(run_dir, parallel=jobs > 1)
     # results.json shows EXAMPLES_PER_ANOMALY examples of each anomaly: workers
     # send back only those in full (see `compact`).
-    reports = check_partitions(run, jobs, keep=EXAMPLES_PER_ANOMALY)
+    reports = check_partitions(run, jobs, keep=EXAMPLES_PER_ANOMALY, release=True)
     verdict = decide(run, reports)
     linear_files = write_counterexamples(run_dir, reports) if write else {}
     results = build_results(run, reports, verdict, time.perf_counter() - started, linear_files)
@@ -93,20 +93,24 @@ def default_jobs(jobs: int | None) -> int:
     return jobs
 
 
-def check_partitions(run: LoadedRun, jobs: int | None = 1,
-                     keep: int | None = None) -> list[PartitionReport]:
+def check_partitions(run: LoadedRun, jobs: int | None = 1, keep: int | None = None,
+                     release: bool = False) -> list[PartitionReport]:
     """The report of each partition of `run`, in `run.partitions` order,
     checked by up to `jobs` worker processes (1, the default: in this process;
     None: os.cpu_count()). With `keep`, reports made by workers keep only the
-    first `keep` anomalies of each name in full (see `compact`)."""
+    first `keep` anomalies of each name in full (see `compact`). With
+    `release`, when workers check, this process lets go of the partitions'
+    operations and logs as soon as the first worker is done (see `_release`):
+    the caller may then read only what the verdict reads of a partition."""
     histories = list(run.partitions.values())
-    workers = min(default_jobs(jobs), len(histories))
+    jobs = default_jobs(jobs)
+    workers = min(jobs, len(histories))
     if sum(map(_size, histories)) < FORK_MIN_OPS or not can_fork():
-        workers = 1  # a worker costs a fork and a pickle: not worth it for a small run
+        workers = jobs = 1  # a worker costs a fork and a pickle: not worth it for a small run
     with _collector_off():
-        if workers <= 1:
+        if jobs <= 1:
             return [_check(ph, run.options) for ph in histories]
-        return _check_in_workers(histories, run.options, workers, keep)
+        return _check_in_workers(histories, run.options, jobs, keep, release)
 
 
 def _check(ph: PartitionHistory, options: CheckOptions) -> PartitionReport:
@@ -158,37 +162,88 @@ def write_counterexamples(run_dir: Path, reports: list[PartitionReport]) -> dict
 # --- worker processes ---------------------------------------------------------------
 
 
-def _check_in_workers(histories: list[PartitionHistory], options: CheckOptions, workers: int,
-                      keep: int | None) -> list[PartitionReport]:
-    """Fork `workers` processes, each checking a share of `histories`; collect
-    their reports. Every worker is reaped before this returns or raises."""
-    children: list[tuple[Forked, list[int]]] = []
+Task = tuple[int, "str | None"]  # (index in histories, None for the whole check or a half)
+# What a half of a partition's check costs, as a share of the whole check:
+# each half copies the partition and builds its observations again.
+HALF_COST = 0.7
+
+
+def _check_in_workers(histories: list[PartitionHistory], options: CheckOptions, jobs: int,
+                      keep: int | None, release: bool = False) -> list[PartitionReport]:
+    """Fork up to `jobs` processes, each checking a share of `histories`
+    (`_shares`); collect their reports, joining the halves of a partition
+    checked in two. Every worker is reaped before this returns or raises.
+    With `release`, `histories` are emptied (`_release`) once a worker is done."""
+    children: list[tuple[Forked, list[Task]]] = []
     try:
-        for share in _shares(histories, workers):
-            names = ", ".join(f"{histories[i].topic}/{histories[i].partition}" for i in share)
+        for share in _shares(histories, jobs):
+            names = ", ".join(f"{histories[i].topic}/{histories[i].partition}"
+                              + ("" if half is None else f" ({half} half)") for i, half in share)
             children.append((Forked(f"the check worker of {names}", _work, histories, share,
                                     options, keep), share))
-        collect([child for child, _ in children])
+        collect([child for child, _ in children],
+                on_first_done=(lambda: _release(histories)) if release else None)
         reports: list[PartitionReport | None] = [None] * len(histories)
+        halves: dict[int, dict[str, PartitionReport]] = {}
         for child, share in children:
-            for i, report in zip(share, child.result()):
-                reports[i] = report
+            for (i, half), report in zip(share, child.result()):
+                if half is None:
+                    reports[i] = report
+                else:
+                    halves.setdefault(i, {})[half] = report
+        for i, parts in halves.items():
+            reports[i] = join_halves(*(parts[half] for half in HALVES))
     finally:
         for child, _ in children:
             child.stop()  # a no-op for those reaped by result()
     return reports  # type: ignore[return-value]  # every index was in one share
 
 
-def _shares(histories: list[PartitionHistory], workers: int) -> list[list[int]]:
-    """Indices of `histories` for each worker, balanced by size: the largest
-    first, each to the worker with the least so far."""
-    loads = [0] * workers
-    shares: list[list[int]] = [[] for _ in range(workers)]
-    for i in sorted(range(len(histories)), key=lambda i: -_size(histories[i])):
+def _shares(histories: list[PartitionHistory], jobs: int) -> list[list[Task]]:
+    """The tasks of each worker, balanced by cost: the largest first, each to
+    the worker with the least so far. When that leaves workers idle at the
+    end (3 partitions on 2 workers: one waits while the other checks the
+    third), the smallest large partitions are checked in two halves by two
+    workers (checkers.check.check_half) -- if that ends the work sooner."""
+    n = len(histories)
+    whole: list[tuple[float, Task]] = [(_size(histories[i]), (i, None)) for i in range(n)]
+    best = _balanced(whole, jobs)
+    by_size = sorted((i for i in range(n) if _size(histories[i]) >= COPY_MIN_OPS),
+                     key=lambda i: _size(histories[i]))
+    for split in range(1, min(len(by_size), jobs) + 1):
+        halved = set(by_size[:split])
+        tasks = [task for task in whole if task[1][0] not in halved]
+        tasks += [(HALF_COST * _size(histories[i]), (i, half)) for i in halved for half in HALVES]
+        candidate = _balanced(tasks, jobs)
+        if candidate[0] < best[0]:
+            best = candidate
+    return best[1]
+
+
+def _balanced(tasks: list[tuple[float, Task]], jobs: int) -> tuple[float, list[list[Task]]]:
+    """(the largest load, the shares): `tasks` (cost, task) on up to `jobs`
+    workers, the costliest first, each to the worker with the least so far."""
+    loads = [0.0] * min(jobs, len(tasks))
+    shares: list[list[Task]] = [[] for _ in loads]
+    for cost, task in sorted(tasks, key=lambda t: -t[0]):
         w = loads.index(min(loads))
-        shares[w].append(i)
-        loads[w] += _size(histories[i])
-    return [share for share in shares if share]
+        shares[w].append(task)
+        loads[w] += cost
+    return max(loads, default=0.0), shares
+
+
+def _release(histories: list[PartitionHistory]) -> None:
+    """Let go of what the workers check, keeping what the verdict reads (is
+    the final read there, is it complete). Freeing a million loaded objects
+    takes a CPU a third of a second: done here, once the first worker is done
+    (its CPU is free), it no longer waits for the last one."""
+    for ph in histories:
+        ph.sends = []
+        ph.polls = []
+        ph.resets = []
+        ph.final = None if ph.final is None else []
+        ph.replicas = {}
+        ph.replica_states = {}
 
 
 def _size(ph: PartitionHistory) -> int:
@@ -196,10 +251,18 @@ def _size(ph: PartitionHistory) -> int:
     return len(ph.sends) + len(ph.polls) + len(ph.final or ())
 
 
-def _work(histories: list[PartitionHistory], share: list[int], options: CheckOptions,
+def _work(histories: list[PartitionHistory], share: list[Task], options: CheckOptions,
           keep: int | None) -> list[PartitionReport]:
-    """What a worker process does: the reports of `share`, compacted."""
-    reports = [_check(histories[i], options) for i in share]
+    """What a worker process does: the reports of `share` (whole or half),
+    compacted."""
+    reports = []
+    for i, half in share:
+        ph = histories[i]
+        if half is None:
+            reports.append(_check(ph, options))
+        else:
+            reports.append(check_half(fresh_copy(ph) if _size(ph) >= COPY_MIN_OPS else ph,
+                                      options, half))
     return reports if keep is None else [compact(report, keep) for report in reports]
 
 
