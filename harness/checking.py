@@ -10,6 +10,11 @@ What travels back is small: past the examples results.json shows, an
 anomaly is sent as its name only (`compact`). A worker's exception is raised
 here with the worker's traceback as its cause. `jobs=1`, a small run (below
 FORK_MIN_OPS) or a process running other threads check in this process.
+Work is shared by cost (`_shares`); where whole partitions would leave a
+worker idle through the last round (3 partitions on 2 workers), a partition
+is checked in two halves by two workers (`checkers.check.check_half`) and
+its report joined here. Once the first worker is done, this process lets
+go of the loaded operations (`_release`), on the CPU that worker freed.
 
 A large partition is checked on a fresh copy of it (`loading.fresh_copy`):
 the loaded objects lie scattered over the heap, and walking them again and
@@ -104,13 +109,13 @@ def check_partitions(run: LoadedRun, jobs: int | None = 1, keep: int | None = No
     the caller may then read only what the verdict reads of a partition."""
     histories = list(run.partitions.values())
     jobs = default_jobs(jobs)
-    workers = min(jobs, len(histories))
     if sum(map(_size, histories)) < FORK_MIN_OPS or not can_fork():
-        workers = jobs = 1  # a worker costs a fork and a pickle: not worth it for a small run
+        jobs = 1  # a worker costs a fork and a pickle: not worth it for a small run
     with _collector_off():
-        if jobs <= 1:
+        shares = _shares(histories, jobs) if jobs > 1 else []
+        if len(shares) <= 1:
             return [_check(ph, run.options) for ph in histories]
-        return _check_in_workers(histories, run.options, jobs, keep, release)
+        return _check_in_workers(histories, shares, run.options, keep, release)
 
 
 def _check(ph: PartitionHistory, options: CheckOptions) -> PartitionReport:
@@ -168,15 +173,16 @@ Task = tuple[int, "str | None"]  # (index in histories, None for the whole check
 HALF_COST = 0.7
 
 
-def _check_in_workers(histories: list[PartitionHistory], options: CheckOptions, jobs: int,
-                      keep: int | None, release: bool = False) -> list[PartitionReport]:
-    """Fork up to `jobs` processes, each checking a share of `histories`
-    (`_shares`); collect their reports, joining the halves of a partition
-    checked in two. Every worker is reaped before this returns or raises.
-    With `release`, `histories` are emptied (`_release`) once a worker is done."""
+def _check_in_workers(histories: list[PartitionHistory], shares: list[list[Task]],
+                      options: CheckOptions, keep: int | None,
+                      release: bool = False) -> list[PartitionReport]:
+    """Fork a process per share of `histories` (`_shares`); collect their
+    reports, joining the halves of a partition checked in two. Every worker
+    is reaped before this returns or raises. With `release`, `histories`
+    are emptied (`_release`) once a worker is done."""
     children: list[tuple[Forked, list[Task]]] = []
     try:
-        for share in _shares(histories, jobs):
+        for share in shares:
             names = ", ".join(f"{histories[i].topic}/{histories[i].partition}"
                               + ("" if half is None else f" ({half} half)") for i, half in share)
             children.append((Forked(f"the check worker of {names}", _work, histories, share,

@@ -44,7 +44,9 @@ def test_a_bad_half_is_refused():
 
 
 def sized(*sizes: int) -> list[PartitionHistory]:
-    return [PartitionHistory("fp", p, sends=[None] * n) for p, n in enumerate(sizes)]  # type: ignore[list-item]
+    """Partitions of these sizes (what _shares reads of them)."""
+    return [PartitionHistory("fp", p, sends=[None] * n)  # type: ignore[list-item]
+            for p, n in enumerate(sizes)]
 
 
 def test_a_partition_is_split_only_when_that_ends_the_work_sooner():
