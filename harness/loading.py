@@ -14,9 +14,10 @@ Grouping rules (DESIGN.md §3.2-3.3, checkers/partition.py):
 
 The history is read by the fast path (harness/fast_history.py) when every
 line is plainly valid, else by the exact reader (`HistoryReader`), which
-reports what is wrong. `load_run(..., parallel=True)` reads final.jsonl in a forked process
-(harness/forked.py) while this one reads the history. `fresh_copy` copies one
-partition's input into fresh memory, for the checks to walk (harness/checking.py).
+reports what is wrong. `load_run(..., parallel=True)` reads final.jsonl in a
+forked process (harness/forked.py) while this one reads the history.
+`fresh_copy` copies one partition's input into fresh memory, for the checks
+to walk (harness/checking.py).
 """
 from __future__ import annotations
 
