@@ -65,6 +65,11 @@ def test_the_shipped_campaigns_plan_what_their_comments_say():
     assert cells == {(t, f, 10) for t in ("hw", "kip101") for f in ("kill,pause,partition", "leader-bounce")} | {
         ("kip101", "fast-leader-change", 10), ("kip101", "fast-leader-change", 3)}
     assert {r.spec.nemesis.interval for r in power.runs if r.spec.nemesis.faults == "kill,pause,partition"} == {3.0}
+    unclean = load_campaign(REPO / "campaigns" / "unclean.toml")
+    assert len(unclean.runs) == 20 and {r.spec.truncation for r in unclean.runs} == {"kip101", "kip320"}
+    assert {(r.spec.topic.min_insync_replicas, r.spec.topic.unclean_leader_election, r.spec.nemesis.faults,
+             r.spec.nemesis.interval, r.spec.time_limit) for r in unclean.runs} == {
+        (1, True, "kill,pause,partition", 3.0, 60.0)}
 
 
 @pytest.mark.parametrize("text, message", [
