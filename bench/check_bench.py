@@ -21,24 +21,27 @@ the separate run) -- the memory the tree really held; and `getrusage`'s peak
 RSS of the stage process and of its largest child (RSS counts the pages a
 child shares with its parent in both).
 
-Measured on the 2-CPU development machine, 1M lines, --repeat 3, beside the
-lead's chaos campaigns (the machine ran the old code 1.9x slower than when
-it was measured alone: 14.6 s against 7.7 s), old and new code side by side:
-           before (a220a50)                  now
-  jobs 2:  parse 4.76 s, check 14.58 s       parse 3.11 s, check 8.53 s (117k ops/s)
-  jobs 1:  parse 6.78 s, check 15.41 s       parse 4.68 s, check 10.51 s
-  peak PSS (jobs 2) 1.17 GiB -> 1.24 GiB; check/parse 3.06 -> 2.74 (jobs 2).
+Measured on the 2-CPU development machine, 1M lines, --repeat 3, old and new
+code one after the other, beside the lead's chaos campaigns (load 1-5: the
+old code ran 1.3-1.9x slower than when it was measured alone):
+                 before (a220a50)             now
+  lighter load   jobs 2: parse 4.75, check 9.77   parse 2.94, check 6.69 (149k ops/s)
+                 jobs 1: parse 6.58, check 11.95  parse 4.45, check 8.66
+  heavier load   jobs 2: parse 4.76, check 14.58  parse 3.11, check 8.53 (117k ops/s)
+                 jobs 1: parse 6.78, check 15.41  parse 4.68, check 10.51
+  peak PSS (jobs 2) 1.15 -> 1.20 GiB; check/parse (jobs 2) 2.1 -> 2.3.
 Alone, the old code did parse 4.3 s and check 7.7 s (130k ops/s) with jobs 2;
-scaled by the side-by-side ratio (0.585) the new check takes about 4.5 s
-(~220k ops/s). (Before the first round of work: check 37 s, jobs 1 only.)
+scaled by the side-by-side ratios (0.59-0.68) the new check takes 4.5-5.3 s
+alone (190k-220k ops/s): not yet measured alone. (Before the first round of
+work: check 37 s, jobs 1 only.)
 
-Where the time goes with jobs 2 (CPU seconds measured beside the same load,
-alone they are ~0.7x): history.jsonl is read by the fast path
+Where the time goes with jobs 2 (CPU seconds of each piece run on its own,
+beside the same load): history.jsonl is read by the fast path
 (harness/fast_history.py: msgspec decodes each line into typed structs in C,
 a Python loop pairs and groups) in 2.6 s on one CPU, while final.jsonl is
 read on the other (harness/fast_final.py, 1.1 s, pickled back in 0.2 s,
 unpickled here in 0.1 s); then each worker copies a partition (0.55 s) and
-checks it (1.05 s), and the third partition is checked in two halves, one
+checks it (1.05-1.2 s), and the third partition is checked in two halves, one
 per worker (each copies it again and runs its half, 0.7-0.8 s: both build
 the observations); the parent frees the loaded run once the first worker is
 done, beside the last one. (The old reader: 3.5 s for history.jsonl alone,
