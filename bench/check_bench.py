@@ -32,7 +32,10 @@ old code ran 1.3-1.9x slower than when it was measured alone):
   peak PSS (jobs 2) 1.15 -> 1.20 GiB; check/parse (jobs 2) 2.1 -> 2.3.
 Alone, the old code did parse 4.3 s and check 7.7 s (130k ops/s) with jobs 2;
 scaled by the side-by-side ratios (0.59-0.68) the new check takes 4.5-5.3 s
-alone (190k-220k ops/s): not yet measured alone. (Before the first round of
+alone (190k-220k ops/s). Measured alone on 2026-11-22 (nothing else running,
+old and new one after the other, two rounds): old jobs 2 parse 4.67, check 9.01
+(111k ops/s; the machine slower than the day before); new parse 2.88-3.66,
+check 6.32-6.80 (147k-158k ops/s), jobs 1 check 8.92-10.57; peak PSS 1.19 GiB. (Before the first round of
 work: check 37 s, jobs 1 only.)
 
 Where the time goes with jobs 2 (CPU seconds of each piece run on its own,
