@@ -12,34 +12,31 @@ then reads the file with the exact reader, which says what was wrong.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Union
+from typing import TYPE_CHECKING, Union
 
 import msgspec
 
 from checkers.partition import ReplicaState
+from harness.fast_history import Int64, PartitionKey
 
 if TYPE_CHECKING:  # final_log imports this module
     from harness.final_log import FinalLog
 
-# As in fast_history: no integer that orjson would read as a float.
-_Int = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
-
-PartitionKey = tuple[str, int]
 
 
 class _Entry(msgspec.Struct, gc=False):
     kind: str
     topic: str
-    partition: _Int
-    offset: Union[_Int, None] = None
+    partition: Int64
+    offset: Union[Int64, None] = None
     value: Union[str, None] = None
-    leader_epoch: Union[_Int, None] = None
+    leader_epoch: Union[Int64, None] = None
     node: Union[str, None] = None
     complete: Union[bool, None] = None
-    log_end_offset: Union[_Int, None] = None
-    high_watermark: Union[_Int, None] = None
+    log_end_offset: Union[Int64, None] = None
+    high_watermark: Union[Int64, None] = None
     # Absent means none; null is an error the exact reader reports.
-    epochs: Union[list[tuple[_Int, _Int]], msgspec.UnsetType] = msgspec.UNSET
+    epochs: Union[list[tuple[Int64, Int64]], msgspec.UnsetType] = msgspec.UNSET
 
 
 class _GiveUp(Exception):

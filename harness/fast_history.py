@@ -25,17 +25,17 @@ from harness.history import HistoryCounts, NEMESIS, TYPES
 # orjson reads integers beyond 64 bits as floats, which the exact reader
 # rejects: the typed decoder must not accept them (from 2**63 on, msgspec's
 # bounds stop at int64, the exact reader decides).
-_Int = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
+Int64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
 
 PartitionKey = tuple[str, int]
 
 
 class _Record(msgspec.Struct, gc=False):
     topic: str
-    partition: _Int
-    offset: _Int
+    partition: Int64
+    offset: Int64
     value: str
-    leader_epoch: Union[_Int, None] = None
+    leader_epoch: Union[Int64, None] = None
 
 
 class _Value(msgspec.Struct, gc=False):
@@ -43,19 +43,19 @@ class _Value(msgspec.Struct, gc=False):
     `f` and `type` require of it is checked by the loop."""
 
     topic: Union[str, None] = None
-    partition: Union[_Int, None] = None
+    partition: Union[Int64, None] = None
     value: Union[str, None] = None
-    offset: Union[_Int, None] = None
-    leader_epoch: Union[_Int, None] = None
+    offset: Union[Int64, None] = None
+    leader_epoch: Union[Int64, None] = None
     records: Union[list[_Record], None] = None
-    partitions: Union[list[tuple[str, _Int]], None] = None
+    partitions: Union[list[tuple[str, Int64]], None] = None
     start: Any = msgspec.field(default=None, name="from")
 
 
 class _Line(msgspec.Struct, gc=False):
-    index: _Int
-    time: _Int
-    process: Union[_Int, str]
+    index: Int64
+    time: Int64
+    process: Union[Int64, str]
     type: str
     f: str
     value: Union[_Value, None] = None
@@ -66,9 +66,9 @@ class _RawLine(msgspec.Struct, gc=False):
     """A line whose value is not of `_Value`'s shape: fine where nothing
     reads the value (the nemesis', a subscribe's, a failed poll's)."""
 
-    index: _Int
-    time: _Int
-    process: Union[_Int, str]
+    index: Int64
+    time: Int64
+    process: Union[Int64, str]
     type: str
     f: str
     value: msgspec.Raw = msgspec.Raw(b"null")
