@@ -435,12 +435,13 @@ def test_fuzz_a_few_thousand_frames(tmp_path):
 @pytest.mark.integration
 @pytest.mark.slow
 @pytest.mark.timeout(3600)
-def test_fuzz_a_hundred_thousand_frames(tmp_path):
+def test_fuzz_forty_thousand_frames(tmp_path):
+    # The suite's share; the published figure is a 1,000,000-frame run of main() below.
     b = fuzz_broker(tmp_path)
     try:
-        stats = fuzz(b.port, 100_000)
+        stats = fuzz(b.port, 40_000)
         print(stats.line())
-        assert stats.frames >= 100_000
+        assert stats.frames >= 40_000
         check_after_fuzz(b, stats)
     finally:
         b.stop()
