@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Union
 import msgspec
 
 from checkers.partition import ReplicaState
-from harness.fast_history import Int64, PartitionKey
+from harness.fast_history import GIVE_UP_ERRORS, GiveUp, Int64, PartitionKey
 
 if TYPE_CHECKING:  # final_log imports this module
     from harness.final_log import FinalLog
@@ -39,17 +39,13 @@ class _Entry(msgspec.Struct, gc=False):
     epochs: Union[list[tuple[Int64, Int64]], msgspec.UnsetType] = msgspec.UNSET
 
 
-class _GiveUp(Exception):
-    """A line the fast path leaves to the exact reader."""
-
-
 def read_final_fast(path: Path | str, log: "FinalLog") -> bool:
     """Fill the empty `log` from the final.jsonl at `path`; False (and `log`
     left in any state) when some line needs the exact reader."""
     try:
         _read(Path(path), log)
         return True
-    except (_GiveUp, msgspec.DecodeError, UnicodeDecodeError):
+    except GIVE_UP_ERRORS:
         return False
 
 
@@ -66,7 +62,7 @@ def _read(path: Path, log: "FinalLog") -> None:
         for line in file:
             number += 1
             if line[-1] != 10 or (not line.isascii() and not line.decode("utf-8")):
-                raise _GiveUp  # a torn line; (decode raises on bytes orjson would refuse)
+                raise GiveUp  # a torn line; (decode raises on bytes orjson would refuse)
             d = decode(line)
             kind = d.kind
             key = keys.get((d.topic, d.partition))
@@ -76,7 +72,7 @@ def _read(path: Path, log: "FinalLog") -> None:
                 offset = d.offset
                 value = d.value
                 if offset is None or value is None:
-                    raise _GiveUp
+                    raise GiveUp
                 records = known.get(key)
                 if records is None:
                     records = known[key] = {}
@@ -90,7 +86,7 @@ def _read(path: Path, log: "FinalLog") -> None:
                 else:
                     node = d.node
                     if node is None:
-                        raise _GiveUp
+                        raise GiveUp
                     node = nodes.setdefault(node, node)
                     by_node = replicas.get(key)
                     if by_node is None:
@@ -101,16 +97,16 @@ def _read(path: Path, log: "FinalLog") -> None:
                 into.append(record)
             elif kind == "read-state":
                 if d.complete is None:
-                    raise _GiveUp
+                    raise GiveUp
                 log.read_complete[key] = d.complete and log.read_complete.get(key, True)
             elif kind == "replica-state":
                 node = d.node
                 if node is None or d.log_end_offset is None or d.high_watermark is None:
-                    raise _GiveUp
+                    raise GiveUp
                 node = nodes.setdefault(node, node)
                 epochs = [] if d.epochs is msgspec.UNSET else d.epochs
                 log.replica_states.setdefault(key, {})[node] = ReplicaState(
                     node, d.log_end_offset, d.high_watermark, d.leader_epoch, epochs)
             else:
-                raise _GiveUp  # an unknown kind: the exact reader warns
+                raise GiveUp  # an unknown kind: the exact reader warns
     log.lines = number

@@ -79,8 +79,12 @@ _invoke_index = attrgetter("invoke_index")
 _reset_index = attrgetter("index")
 
 
-class _GiveUp(Exception):
+class GiveUp(Exception):
     """A line the fast path leaves to the exact reader."""
+
+
+# What a fast reader gives up on: its own verdict, and what msgspec refuses.
+GIVE_UP_ERRORS = (GiveUp, msgspec.DecodeError, UnicodeDecodeError)
 
 
 def read_grouped(path: Path | str) -> tuple[dict[PartitionKey, PartitionHistory], list[Reset],
@@ -90,7 +94,7 @@ def read_grouped(path: Path | str) -> tuple[dict[PartitionKey, PartitionHistory]
     the exact reader (see the module docstring)."""
     try:
         return _read(Path(path))
-    except (_GiveUp, msgspec.DecodeError, UnicodeDecodeError):
+    except GIVE_UP_ERRORS:
         return None
 
 
@@ -147,7 +151,7 @@ def _read(path: Path) -> tuple[dict[PartitionKey, PartitionHistory], list[Reset]
     with open(path, "rb") as file:
         for index, line in enumerate(file):
             if line[-1] != 10 or (not line.isascii() and not line.decode("utf-8")):
-                raise _GiveUp  # a torn line; (decode raises on bytes orjson would refuse)
+                raise GiveUp  # a torn line; (decode raises on bytes orjson would refuse)
             try:
                 d = decode_line(line)
             except validation_error:
@@ -156,18 +160,18 @@ def _read(path: Path) -> tuple[dict[PartitionKey, PartitionHistory], list[Reset]
             f = d.f
             ty = d.type
             if d.index != index or ty not in types:
-                raise _GiveUp
+                raise GiveUp
             if type(p) is not int:
                 if p != NEMESIS:
-                    raise _GiveUp
+                    raise GiveUp
                 nemesis += 1
             elif f == "send":
                 v = d.value
                 if v is None or v.topic is None or v.partition is None or v.value is None:
-                    raise _GiveUp
+                    raise GiveUp
                 if ty == "invoke":
                     if p in pending:
-                        raise _GiveUp  # an invoke while another is pending: an error to report
+                        raise GiveUp  # an invoke while another is pending: an error to report
                     key = (v.topic, v.partition)
                     send = Send(p, v.value, "info", index, d.time)
                     (partitions.get(key) or partition(key)).sends.append(send)
@@ -176,17 +180,17 @@ def _read(path: Path) -> tuple[dict[PartitionKey, PartitionHistory], list[Reset]
                     continue
                 invoke = pending.pop(p, None)
                 if invoke is None or invoke[2] != f:
-                    raise _GiveUp
+                    raise GiveUp
                 iv = invoke[3]
                 if v.value != iv.value or v.partition != iv.partition or v.topic != iv.topic:
-                    raise _GiveUp
+                    raise GiveUp
                 send = invoke[4]
                 send.complete_index = index
                 send.complete_time = d.time
                 send.error = d.error
                 if ty == "ok":
                     if v.offset is None:
-                        raise _GiveUp
+                        raise GiveUp
                     send.outcome = "ok"
                     send.offset = v.offset
                     send.leader_epoch = v.leader_epoch
@@ -195,26 +199,26 @@ def _read(path: Path) -> tuple[dict[PartitionKey, PartitionHistory], list[Reset]
                 send.outcome = outcomes[ty]
             elif ty == "invoke":
                 if p in pending:
-                    raise _GiveUp
+                    raise GiveUp
                 if f == "poll":
                     if d.value is not None:
-                        raise _GiveUp
+                        raise GiveUp
                     pending[p] = (index, d.time, f, None, None)
                 elif f == "assign":
                     pending[p] = (index, d.time, f, _assignment(d.value), None)
                 elif f == "subscribe" or f == "crash":
                     pending[p] = (index, d.time, f, None, None)
                 else:
-                    raise _GiveUp  # an unknown client f: the exact reader warns
+                    raise GiveUp  # an unknown client f: the exact reader warns
             else:
                 invoke = pending.pop(p, None)
                 if invoke is None or invoke[2] != f:
-                    raise _GiveUp
+                    raise GiveUp
                 grouped = None
                 if f == "poll" and ty == "ok":
                     v = d.value
                     if v is None or v.records is None:
-                        raise _GiveUp
+                        raise GiveUp
                     grouped = _group(v.records, shared)
                 elif f == "assign" and ty == "ok":
                     _assignment(d.value)
@@ -237,10 +241,10 @@ def _read(path: Path) -> tuple[dict[PartitionKey, PartitionHistory], list[Reset]
 
 
 def _unread_value(d: _RawLine) -> _Line:
-    """`d` with its value dropped, when nothing reads that value; else _GiveUp."""
+    """`d` with its value dropped, when nothing reads that value; else GiveUp."""
     if type(d.process) is int and d.f not in _VALUE_UNREAD and (
             d.type == "invoke" or d.type == "ok" or d.f in _VALUE_READ_ALWAYS):
-        raise _GiveUp
+        raise GiveUp
     return _Line(d.index, d.time, d.process, d.type, d.f, None, d.error)
 
 
@@ -254,7 +258,7 @@ def _assignment(v: _Value | None) -> _Value:
     """An assign's value, checked as the exact reader checks it."""
     if v is None or v.partitions is None or (
             v.start is not None and v.start != "beginning" and type(v.start) is not dict):
-        raise _GiveUp
+        raise GiveUp
     return v
 
 
