@@ -13,8 +13,7 @@ FORK_MIN_OPS) or a process running other threads check in this process.
 Work is shared by cost (`_shares`); where whole partitions would leave a
 worker idle through the last round (3 partitions on 2 workers), a partition
 is checked in two halves by two workers (`checkers.check.check_half`) and
-its report joined here. Once the first worker is done, this process lets
-go of the loaded operations (`_release`), on the CPU that worker freed.
+its report joined here.
 
 A large partition is checked on a fresh copy of it (`loading.fresh_copy`):
 the loaded objects lie scattered over the heap, and walking them again and
@@ -78,7 +77,7 @@ def check_run(run_dir: Path | str, *, write: bool = True, out: Any = _STDOUT,
     run = load_run(run_dir, parallel=jobs > 1)
     # results.json shows EXAMPLES_PER_ANOMALY examples of each anomaly: workers
     # send back only those in full (see `compact`).
-    reports = check_partitions(run, jobs, keep=EXAMPLES_PER_ANOMALY, release=True)
+    reports = check_partitions(run, jobs, keep=EXAMPLES_PER_ANOMALY)
     verdict = decide(run, reports)
     linear_files = write_counterexamples(run_dir, reports) if write else {}
     results = build_results(run, reports, verdict, time.perf_counter() - started, linear_files)
@@ -98,15 +97,11 @@ def default_jobs(jobs: int | None) -> int:
     return jobs
 
 
-def check_partitions(run: LoadedRun, jobs: int | None = 1, keep: int | None = None,
-                     release: bool = False) -> list[PartitionReport]:
+def check_partitions(run: LoadedRun, jobs: int | None = 1, keep: int | None = None) -> list[PartitionReport]:
     """The report of each partition of `run`, in `run.partitions` order,
     checked by up to `jobs` worker processes (1, the default: in this process;
     None: os.cpu_count()). With `keep`, reports made by workers keep only the
-    first `keep` anomalies of each name in full (see `compact`). With
-    `release`, when workers check, this process lets go of the partitions'
-    operations and logs as soon as the first worker is done (see `_release`):
-    the caller may then read only what the verdict reads of a partition."""
+    first `keep` anomalies of each name in full (see `compact`)."""
     histories = list(run.partitions.values())
     jobs = default_jobs(jobs)
     if sum(map(_size, histories)) < FORK_MIN_OPS or not can_fork():
@@ -115,7 +110,7 @@ def check_partitions(run: LoadedRun, jobs: int | None = 1, keep: int | None = No
         shares = _shares(histories, jobs) if jobs > 1 else []
         if len(shares) <= 1:
             return [_check(ph, run.options) for ph in histories]
-        return _check_in_workers(histories, shares, run.options, keep, release)
+        return _check_in_workers(histories, shares, run.options, keep)
 
 
 def _check(ph: PartitionHistory, options: CheckOptions) -> PartitionReport:
@@ -175,12 +170,10 @@ HALF_COST = 0.8
 
 
 def _check_in_workers(histories: list[PartitionHistory], shares: list[list[Task]],
-                      options: CheckOptions, keep: int | None,
-                      release: bool = False) -> list[PartitionReport]:
+                      options: CheckOptions, keep: int | None) -> list[PartitionReport]:
     """Fork a process per share of `histories` (`_shares`); collect their
     reports, joining the halves of a partition checked in two. Every worker
-    is reaped before this returns or raises. With `release`, `histories`
-    are emptied (`_release`) once a worker is done."""
+    is reaped before this returns or raises."""
     children: list[tuple[Forked, list[Task]]] = []
     try:
         for share in shares:
@@ -188,8 +181,7 @@ def _check_in_workers(histories: list[PartitionHistory], shares: list[list[Task]
                               + ("" if half is None else f" ({half} half)") for i, half in share)
             children.append((Forked(f"the check worker of {names}", _work, histories, share,
                                     options, keep), share))
-        collect([child for child, _ in children],
-                on_first_done=(lambda: _release(histories)) if release else None)
+        collect([child for child, _ in children])
         reports: list[PartitionReport | None] = [None] * len(histories)
         halves: dict[int, dict[str, PartitionReport]] = {}
         for child, share in children:
@@ -237,20 +229,6 @@ def _balanced(tasks: list[tuple[float, Task]], jobs: int) -> tuple[float, list[l
         shares[w].append(task)
         loads[w] += cost
     return max(loads, default=0.0), shares
-
-
-def _release(histories: list[PartitionHistory]) -> None:
-    """Let go of what the workers check, keeping what the verdict reads (is
-    the final read there, is it complete). Freeing a million loaded objects
-    takes a CPU a third of a second: done here, once the first worker is done
-    (its CPU is free), it no longer waits for the last one."""
-    for ph in histories:
-        ph.sends = []
-        ph.polls = []
-        ph.resets = []
-        ph.final = None if ph.final is None else []
-        ph.replicas = {}
-        ph.replica_states = {}
 
 
 def _size(ph: PartitionHistory) -> int:

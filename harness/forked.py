@@ -111,9 +111,8 @@ class Forked:
         return status
 
 
-def collect(children: list[Forked], on_first_done: Callable[[], None] | None = None) -> None:
-    """Read every child's pipe side by side until each is closed; call
-    `on_first_done` once, when the first child has sent its whole result."""
+def collect(children: list[Forked]) -> None:
+    """Read every child's pipe side by side until each is closed."""
     with selectors.DefaultSelector() as selector:
         for child in children:
             if child.fd is not None:
@@ -122,9 +121,6 @@ def collect(children: list[Forked], on_first_done: Callable[[], None] | None = N
             for key, _ in selector.select():
                 if not key.fileobj.read_some():  # the child is done writing
                     selector.unregister(key.fileobj)
-                    if on_first_done is not None:
-                        on_first_done, call = None, on_first_done
-                        call()
 
 
 def _run_child(write_end: int, fn: Callable[..., Any], args: tuple) -> None:
