@@ -9,12 +9,17 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from clusters.cluster import Cluster
-from clusters.errors import ClusterConfigError
+from clusters.errors import ClusterConfigError, HostError
 from clusters.systems.base import PartitionView
 from nemesis.recording import NemesisRecorder
 
 DEFAULT_TOPIC = "fp"
 DEFAULT_TIMEOUT_S = 30.0
+# How long a fault aimed at `leader` waits for the partition to have one: about an
+# election after a session timeout. The schedule's steps run one at a time, so a longer
+# wait would hold up every other fault's start and stop (a kill of a majority then lasted
+# the whole timeout, past the end of the run).
+LEADER_TARGET_WAIT_S = 6.0
 
 
 @dataclass
@@ -47,6 +52,25 @@ class NemesisContext:
             view = self.view(partition)
             return view if condition(view) else None
         return self.cluster.wait_for(met, self.timeout, f"{self.topic}-{partition}: {what}")
+
+    @property
+    def leader_wait(self) -> float:
+        """How long `leader_if_any` waits."""
+        return min(LEADER_TARGET_WAIT_S, self.timeout)
+
+    def leader_if_any(self, partition: int) -> str | None:
+        """The partition's leader, waited for at most `leader_wait`; None when it has none by
+        then."""
+        try:
+            view = self.cluster.wait_for(lambda: self._led(partition), self.leader_wait,
+                                         f"{self.topic}-{partition}: a leader")
+        except HostError:
+            return None
+        return view.leader
+
+    def _led(self, partition: int) -> PartitionView | None:
+        view = self.view(partition)
+        return view if view.leader is not None else None
 
     def await_leader(self, partition: int, not_in: tuple[str, ...] = ()) -> PartitionView:
         """Until the partition has a leader outside `not_in`."""

@@ -48,10 +48,16 @@ class Fault(ABC):
     def active(self) -> bool:
         """Whether there is something for stop() to undo."""
 
-    def _leader_of_partition(self, ctx: NemesisContext) -> tuple[str, dict[str, Any]]:
+    def _leader_of_partition(self, ctx: NemesisContext) -> tuple[str | None, dict[str, Any]]:
+        """The leader a `leader` target hits and what the op records of it; None (recorded as
+        `"leader": null` with why) when the partition has none within a short wait: the fault
+        then does nothing, and the schedule goes on."""
         partition = ctx.choose_partition()
-        view = ctx.await_leader(partition)
-        return view.leader, {"topic": ctx.topic, "partition": partition, "leader": view.leader}
+        leader = ctx.leader_if_any(partition)
+        about: dict[str, Any] = {"topic": ctx.topic, "partition": partition, "leader": leader}
+        if leader is None:
+            about["skipped"] = f"{ctx.topic}-{partition} had no leader within {ctx.leader_wait:g}s"
+        return leader, about
 
 
 class PartitionFault(Fault):
@@ -67,6 +73,9 @@ class PartitionFault(Fault):
         target = self.spec.target
         with recorded(ctx.recorder, "start-partition", {"target": target}) as op:
             leader, about = self._leader_of_partition(ctx) if target == "leader" else (None, {})
+            if "skipped" in about:
+                op.value = self.done = {"target": target, **about}
+                return
             cluster = ctx.cluster
             self.grudge = grudge_for(target, cluster.broker_nodes, cluster.control_nodes, ctx.rng, leader)
             op.value = self.done = {"target": target, **about, "grudge": grudge_json(self.grudge)}
@@ -97,6 +106,9 @@ class ProcessFault(Fault):
         target = self.spec.target
         with recorded(ctx.recorder, self.start_f, {"target": target}) as op:
             leader, about = self._leader_of_partition(ctx) if target == "leader" else (None, {})
+            if "skipped" in about:
+                op.value = self.done = {"target": target, **about, "nodes": []}
+                return
             cluster = ctx.cluster
             self.nodes = pick_nodes(target, cluster.broker_nodes, cluster.control_nodes, ctx.rng, leader)
             op.value = self.done = {"target": target, **about, "nodes": self.nodes}

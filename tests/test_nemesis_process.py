@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from clusters.systems.base import TopicSpec
 from harness.history import HistoryWriter, Recorder, iter_history
 from nemesis import (HealGuard, MemoryRecorder, Nemesis, ScriptedSchedule, check_fault, heal_cluster,
                      make_schedule, parse_fault, start_fault)
+from nemesis.context import LEADER_TARGET_WAIT_S
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]  # a shared cluster and real faults: seconds per test
 
@@ -152,6 +154,32 @@ def test_a_failed_action_is_recorded_with_its_error_and_the_loop_goes_on(healthy
     assert healthy.node_state(killed["value"]["nodes"][0]) == "down"
     assert [f.spec.name for f in nemesis.active] == ["kill"]  # the failed pause left nothing to undo
     nemesis.heal()
+    assert all_running(healthy)
+
+
+def test_a_leader_target_without_a_leader_hits_nothing_and_holds_up_nothing(healthy):
+    # Every broker down, and the controller knows it: no partition has a leader. Waiting for
+    # one (the timeout, 120 s here) would hold up every later step, as it once held a run's
+    # whole nemesis with a majority killed.
+    killer = Nemesis(healthy, scripted("start kill:all"), MemoryRecorder(), seed=7)
+    killer.run()
+    healthy.wait_for(lambda: healthy.partition_view(TOPIC, 0).leader is None, 30, "fp-0 without a leader")
+    recorder = MemoryRecorder()
+    nemesis = Nemesis(healthy, scripted("start pause:leader", "start kill:leader"), recorder,
+                      seed=7, partition=0, timeout=120)
+    started = time.monotonic()
+    summary = nemesis.run()
+    waited = time.monotonic() - started
+    assert summary.errors == [] and summary.steps == 2
+    skipped = {"target": "leader", "topic": TOPIC, "partition": 0, "leader": None,
+               "skipped": f"{TOPIC}-0 had no leader within {LEADER_TARGET_WAIT_S:g}s"}
+    infos = [op for op in recorder.ops if op["type"] == "info"]
+    assert [op["f"] for op in infos] == ["pause", "kill"]
+    assert all(op["value"] == {**skipped, "nodes": []} for op in infos)
+    assert not any("error" in op for op in infos)
+    assert nemesis.active == []  # they hit nothing: nothing to undo
+    assert 2 * LEADER_TARGET_WAIT_S <= waited < 120
+    killer.heal()
     assert all_running(healthy)
 
 

@@ -112,6 +112,18 @@ def test_a_fault_never_stopped_lasts_to_the_end_unless_its_node_is_hit_again():
         ("kill", 10, 11), ("kill", 30, 90), ("pause", 40, 90)]
 
 
+def test_a_fault_that_hit_nothing_makes_no_band():
+    skipped = {"target": "leader", "topic": "fp", "partition": 2, "leader": None,
+               "skipped": "fp-2 had no leader within 6s"}
+    bands = nemesis_bands(_ops(
+        (10, "invoke", "pause", {"target": "leader"}), (16, "info", "pause", {**skipped, "nodes": []}),
+        (20, "invoke", "start-partition", {"target": "leader"}),
+        (26, "info", "start-partition", skipped),
+        (30, "invoke", "kill", {"target": "one"}), (31, "info", "kill", {"target": "one", "nodes": ["n2"]}),
+    ), end_time=90 * MS)
+    assert [(b.kind, b.start // MS, b.end // MS) for b in bands] == [("kill", 30, 90)]
+
+
 def test_no_nemesis_ops_no_bands_and_unknown_actions_get_their_own_kind():
     assert nemesis_bands([], end_time=10) == []
     bands = nemesis_bands(_ops((1, "invoke", "clock-skew", {}), (2, "info", "clock-skew", {})), 10 * MS)

@@ -101,6 +101,8 @@ def nemesis_bands(ops: Iterable[NemesisOp], end_time: int) -> list[Band]:
         if f in FAULT_STARTS:
             kind = FAULT_STARTS[f]
             key = _grudge(action.value) if kind == "partition" else _nodes(action.value)
+            if isinstance(action.value, dict) and "skipped" in action.value:
+                continue  # nothing was hit (a `leader` target without a leader)
             if kind != "partition":
                 for entry in [e for e in open_faults if e[0] == kind and set(e[2]) & set(key)]:
                     close(entry, entry[1].end)
