@@ -3,7 +3,7 @@ verdict, write results.json (and counterexample pages), print a summary.
 
 Parallelism (`jobs`, default one per CPU): final.jsonl is read in a forked
 process while this one reads the history (harness/loading.py); then the
-partitions are checked in `jobs` worker processes forked after the load, each
+partitions are checked in worker processes forked after the load, each
 reading the loaded run through the pages it shares copy-on-write with this
 one, and sending back its reports, pickled through a pipe, before it exits.
 What travels back is small: past the examples results.json shows, an
@@ -11,9 +11,12 @@ anomaly is sent as its name only (`compact`). A worker's exception is raised
 here with the worker's traceback as its cause. `jobs=1`, a small run (below
 FORK_MIN_OPS) or a process running other threads check in this process.
 Work is shared by cost (`_shares`); where whole partitions would leave a
-worker idle through the last round (3 partitions on 2 workers), a partition
-is checked in two halves by two workers (`checkers.check.check_half`) and
-its report joined here.
+worker idle through the last round (3 partitions on 2 workers), either a
+partition is checked in two halves by two workers
+(`checkers.check.check_half`) and its report joined here, or each partition
+gets a worker of its own and the workers share `jobs` CPUs (held to them by
+their CPU affinity where the machine has more): whichever the cost model
+says ends sooner (for 3 equal partitions on 2, the latter).
 
 A large partition is checked on a fresh copy of it (`loading.fresh_copy`):
 the loaded objects lie scattered over the heap, and walking them again and
@@ -67,8 +70,9 @@ def check_run(run_dir: Path | str, *, write: bool = True, out: Any = _STDOUT,
     """Check the run in `run_dir`. Raises BadInput if it is not a run directory.
     With `write`, results.json and linear/<topic>-<partition>.html are written
     into it. The summary is printed to `out` (a text stream; by default the
-    current sys.stdout; None: not printed). `jobs`: processes that read the
-    input files and check partitions side by side (None: os.cpu_count())."""
+    current sys.stdout; None: not printed). `jobs`: CPUs that read the input
+    files and check partitions side by side (None: os.cpu_count(); see the
+    module docstring)."""
     if out is _STDOUT:
         out = sys.stdout
     jobs = default_jobs(jobs)
@@ -110,7 +114,8 @@ def check_partitions(run: LoadedRun, jobs: int | None = 1, keep: int | None = No
         shares = _shares(histories, jobs) if jobs > 1 else []
         if len(shares) <= 1:
             return [_check(ph, run.options) for ph in histories]
-        return _check_in_workers(histories, shares, run.options, keep)
+        return _check_in_workers(histories, shares, run.options, keep,
+                                 worker_cpus(jobs, len(shares), _usable_cpus()))
 
 
 def _check(ph: PartitionHistory, options: CheckOptions) -> PartitionReport:
@@ -167,20 +172,26 @@ Task = tuple[int, "str | None"]  # (index in histories, None for the whole check
 # each half copies the partition and builds its observations again
 # (measured on the 1M-line bench: copy 0.55 s + half 0.7-0.8 s, whole 1.6 s).
 HALF_COST = 0.8
+# Where whole partitions divide unevenly among the CPUs (3 on 2), up to this many
+# worker processes per job, one per partition, sharing `jobs` CPUs (`_shares`):
+# on the 1M-line bench, 3 workers on 2 CPUs took 6.2-7.0 s where 2 workers, one
+# partition split in halves, took 5.9-8.5 s (median 6.6 against 7.5, side by side).
+MAX_WORKERS_PER_JOB = 2
 
 
 def _check_in_workers(histories: list[PartitionHistory], shares: list[list[Task]],
-                      options: CheckOptions, keep: int | None) -> list[PartitionReport]:
-    """Fork a process per share of `histories` (`_shares`); collect their
-    reports, joining the halves of a partition checked in two. Every worker
-    is reaped before this returns or raises."""
+                      options: CheckOptions, keep: int | None,
+                      cpus: frozenset[int] | None) -> list[PartitionReport]:
+    """Fork a process per share of `histories` (`_shares`), each on `cpus`
+    (None: any); collect their reports, joining the halves of a partition
+    checked in two. Every worker is reaped before this returns or raises."""
     children: list[tuple[Forked, list[Task]]] = []
     try:
         for share in shares:
             names = ", ".join(f"{histories[i].topic}/{histories[i].partition}"
                               + ("" if half is None else f" ({half} half)") for i, half in share)
             children.append((Forked(f"the check worker of {names}", _work, histories, share,
-                                    options, keep), share))
+                                    options, keep, cpus), share))
         collect([child for child, _ in children])
         reports: list[PartitionReport | None] = [None] * len(histories)
         halves: dict[int, dict[str, PartitionReport]] = {}
@@ -202,21 +213,45 @@ def _shares(histories: list[PartitionHistory], jobs: int) -> list[list[Task]]:
     """The tasks of each worker, balanced by cost: the largest first, each to
     the worker with the least so far. When that leaves workers idle at the
     end (3 partitions on 2 workers: one waits while the other checks the
-    third), the smallest large partitions are checked in two halves by two
-    workers (checkers.check.check_half) -- if that ends the work sooner."""
+    third), whichever ends the work sooner: the smallest large partitions
+    checked in two halves by two workers (checkers.check.check_half), or up
+    to MAX_WORKERS_PER_JOB * jobs workers, one per partition, sharing `jobs`
+    CPUs (`worker_cpus`)."""
     n = len(histories)
-    whole: list[tuple[float, Task]] = [(_size(histories[i]), (i, None)) for i in range(n)]
+    sizes = [_size(ph) for ph in histories]
+    whole: list[tuple[float, Task]] = [(sizes[i], (i, None)) for i in range(n)]
     best = _balanced(whole, jobs)
-    by_size = sorted((i for i in range(n) if _size(histories[i]) >= COPY_MIN_OPS),
-                     key=lambda i: _size(histories[i]))
+    by_size = sorted((i for i in range(n) if sizes[i] >= COPY_MIN_OPS), key=sizes.__getitem__)
     for split in range(1, min(len(by_size), jobs) + 1):
         halved = set(by_size[:split])
         tasks = [task for task in whole if task[1][0] not in halved]
-        tasks += [(HALF_COST * _size(histories[i]), (i, half)) for i in halved for half in HALVES]
+        tasks += [(HALF_COST * sizes[i], (i, half)) for i in halved for half in HALVES]
         candidate = _balanced(tasks, jobs)
         if candidate[0] < best[0]:
             best = candidate
+    if jobs < n <= MAX_WORKERS_PER_JOB * jobs:
+        # One process per partition, more processes than jobs sharing `jobs` CPUs: the
+        # work ends when all of it has had its share of the CPUs, or the largest is done.
+        shared = max(sum(sizes) / jobs, max(sizes))
+        if shared < best[0]:
+            return [[(i, None)] for i in sorted(range(n), key=lambda i: -sizes[i])]
     return best[1]
+
+
+def worker_cpus(jobs: int, workers: int, usable: frozenset[int] | None) -> frozenset[int] | None:
+    """The CPUs `workers` processes are held to so that they use `jobs` CPUs
+    at most (`usable`: those this process may run on, None: unknown), or
+    None when they need no holding: no more workers than jobs, or no more
+    usable CPUs than jobs."""
+    if workers <= jobs or usable is None or len(usable) <= jobs:
+        return None
+    return frozenset(sorted(usable)[:jobs])
+
+
+def _usable_cpus() -> frozenset[int] | None:
+    if not hasattr(os, "sched_getaffinity"):
+        return None
+    return frozenset(os.sched_getaffinity(0))
 
 
 def _balanced(tasks: list[tuple[float, Task]], jobs: int) -> tuple[float, list[list[Task]]]:
@@ -237,9 +272,11 @@ def _size(ph: PartitionHistory) -> int:
 
 
 def _work(histories: list[PartitionHistory], share: list[Task], options: CheckOptions,
-          keep: int | None) -> list[PartitionReport]:
+          keep: int | None, cpus: frozenset[int] | None) -> list[PartitionReport]:
     """What a worker process does: the reports of `share` (whole or half),
-    compacted."""
+    compacted; on `cpus` when given."""
+    if cpus is not None:
+        os.sched_setaffinity(0, cpus)
     reports = []
     for i, half in share:
         ph = histories[i]

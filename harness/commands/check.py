@@ -16,8 +16,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-write", action="store_true",
                         help="print the verdict only; write neither results.json nor linear/")
     parser.add_argument("--jobs", type=_positive, default=None, metavar="N",
-                        help="processes that read and check the run side by side (default: one "
-                             "per CPU; 1: all in this process)")
+                        help="CPUs that read and check the run side by side, one worker process "
+                             "each, or one per partition sharing N CPUs where that ends sooner "
+                             "(default: one per CPU; 1: all in this process)")
 
 
 def _positive(text: str) -> int:
