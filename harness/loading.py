@@ -130,6 +130,13 @@ def load_run(run_dir: Path | str, *, parallel: bool = False) -> LoadedRun:
                      counts, final is not None)
 
 
+def verdict_stub(ph: PartitionHistory) -> PartitionHistory:
+    """What the verdict (harness/verdict.py) reads of a partition: whether its
+    final read is there and complete; nothing else."""
+    return PartitionHistory(ph.topic, ph.partition, final=None if ph.final is None else [],
+                            final_complete=ph.final_complete)
+
+
 def _read_final_elsewhere(path: Path) -> tuple[FinalLog, Problems]:
     """What the forked reader of final.jsonl sends back."""
     found = Problems()

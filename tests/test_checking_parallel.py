@@ -1,5 +1,7 @@
-"""`fencepost check --jobs N`: partitions checked in forked workers give the
-same results.json as one process, and a worker's crash is a harness crash."""
+"""`fencepost check --jobs N`: a run loaded in a forked process and its
+partitions checked in workers forked from that one give the same results.json
+as one process; a worker's crash is a harness crash, with its traceback; bad
+input found in the loading process is the same usage error as in one."""
 from __future__ import annotations
 
 import pytest
@@ -16,8 +18,9 @@ pytestmark = pytest.mark.integration
 @pytest.fixture
 def always_fork(monkeypatch):
     # Small runs are checked in one process (a fork costs more than it saves);
-    # these tests want the workers.
+    # these tests want the workers, forked by a process that loads the run.
     monkeypatch.setattr(checking, "FORK_MIN_OPS", 0)
+    monkeypatch.setattr(checking, "LOADER_MIN_BYTES", 0)
 
 
 def planted_run(tmp_path, name: str, seed: int):
@@ -55,3 +58,10 @@ def test_a_checker_crash_in_a_worker_exits_255_with_its_traceback(tmp_path, alwa
 def test_a_bad_jobs_value_is_a_usage_error(tmp_path):
     run_dir = planted_run(tmp_path, "lost-write/missing", 1)
     assert main(["check", str(run_dir), "--jobs", "0"]) == 254
+
+
+def test_bad_input_found_by_the_loading_process_is_a_usage_error(tmp_path, always_fork, capsys):
+    run_dir = planted_run(tmp_path, "lost-write/missing", 1)
+    (run_dir / "test.json").write_text('{"checker": {"search_budget": 0}}')
+    assert main(["check", str(run_dir), "--jobs", "2"]) == 254
+    assert "search_budget" in capsys.readouterr().err

@@ -19,7 +19,7 @@ from checkers.partition import PartitionHistory
 from harness.checking import check_partitions, compact
 from harness.compare.collect import configuration
 from harness.errors import BadInput
-from harness.loading import LoadedRun, load_run
+from harness.loading import LoadedRun, load_run, verdict_stub
 from harness.verdict import decide, verdict_word
 
 EXAMPLES_KEPT = 3  # anomalies kept in full per name in a report sent back to the driver
@@ -52,18 +52,12 @@ def check_run_rows(run_id: str, run_dir: Path) -> list[tuple[str, str, int, byte
     except BadInput as e:  # one unreadable run is that run's error, not the campaign's
         return [(run_id, "", -1, pickle.dumps((str(e), config_of(run_dir))), None)]
     reports = check_partitions(run, jobs=1)
-    header = replace(run, partitions={key: _stub(ph) for key, ph in run.partitions.items()})
+    header = replace(run, partitions={key: verdict_stub(ph) for key, ph in run.partitions.items()})
     rows = [(run_id, "", -1, pickle.dumps((header, RunConfig(*configuration(run.test)))), None)]
     for ((topic, partition), ph), report in zip(run.partitions.items(), reports):
         rows.append((run_id, topic, partition, pickle.dumps(compact(report, EXAMPLES_KEPT)),
                      _first_evidence(ph, report, run.invalid_anomalies)))
     return rows
-
-
-def _stub(ph: PartitionHistory) -> PartitionHistory:
-    """What the verdict reads of a partition: whether its final read is there and complete."""
-    return PartitionHistory(ph.topic, ph.partition, final=None if ph.final is None else [],
-                            final_complete=ph.final_complete)
 
 
 def _first_evidence(ph: PartitionHistory, report: PartitionReport, invalid: frozenset[str]) -> int | None:
