@@ -10,8 +10,9 @@ Each stage runs in a fresh process, with --jobs N and with --jobs 1:
   parse   load_run: history.jsonl and final.jsonl into the checkers' input
           (final.jsonl read in a second process when jobs > 1)
   check   check_run, as `fencepost check --no-write` does it: parse, every
-          check of every partition (in `jobs` worker processes), the verdict,
-          results.json's document
+          check of every partition, the verdict, results.json's document
+          (jobs > 1: the run loaded in a forked process, which forks one
+          worker per partition, 3 on 2 CPUs, and exits without freeing)
 Wall-clock is the headline (what a user waits for: from the start of the
 stage to its end, the freeing of the loaded run included), CPU time of the
 process tree beside it. Memory, from one more run of each stage: the peak of
@@ -21,35 +22,31 @@ the separate run) -- the memory the tree really held; and `getrusage`'s peak
 RSS of the stage process and of its largest child (RSS counts the pages a
 child shares with its parent in both).
 
-Measured on the 2-CPU development machine, 1M lines, --repeat 3, old and new
-code one after the other, beside the lead's chaos campaigns (load 1-5: the
-old code ran 1.3-1.9x slower than when it was measured alone):
-                 before (a220a50)             now
-  lighter load   jobs 2: parse 4.75, check 9.77   parse 2.94, check 6.69 (149k ops/s)
-                 jobs 1: parse 6.58, check 11.95  parse 4.45, check 8.66
-  heavier load   jobs 2: parse 4.76, check 14.58  parse 3.11, check 8.53 (117k ops/s)
-                 jobs 1: parse 6.78, check 15.41  parse 4.68, check 10.51
-  peak PSS (jobs 2) 1.15 -> 1.20 GiB; check/parse (jobs 2) 2.1 -> 2.3.
-Alone, the old code did parse 4.3 s and check 7.7 s (130k ops/s) with jobs 2;
-scaled by the side-by-side ratios (0.59-0.68) the new check takes 4.5-5.3 s
-alone (190k-220k ops/s). Measured alone on 2026-11-22 (nothing else running,
-old and new one after the other, two rounds): old jobs 2 parse 4.67, check 9.01
-(111k ops/s; the machine slower than the day before); new parse 2.88-3.66,
-check 6.32-6.80 (147k-158k ops/s), jobs 1 check 8.92-10.57; peak PSS 1.19 GiB. (Before the first round of
-work: check 37 s, jobs 1 only.)
+Measured on the 2-CPU development machine, 1M lines (its speed varied by up
+to 1.4x within minutes: old and new code were run in alternation).
+  2026-11-21 (a220a50), alone: jobs 2 parse 4.3, check 7.7 s (130k ops/s).
+  2026-11-22 morning (d45c734): jobs 2 parse 2.9-3.8, check 6.0-6.7 s
+    (149k-166k ops/s); peak PSS 1.22 GiB.
+  2026-11-22 now: jobs 2 parse 2.7-3.0, check 5.4-6.1 s (163k-187k ops/s),
+    jobs 1 check 9.0-11.1 s; peak PSS 1.5 GiB; in 12 alternating pairs of
+    single runs (jobs 2) faster than the morning's code in 11, median ratio
+    0.86. (Before the first round of work: check 37 s, jobs 1 only.)
 
-Where the time goes with jobs 2 (CPU seconds of each piece run on its own,
-beside the same load): history.jsonl is read by the fast path
-(harness/fast_history.py: msgspec decodes each line into typed structs in C,
-a Python loop pairs and groups) in 2.6 s on one CPU, while final.jsonl is
+Where the time goes with jobs 2: the run is loaded and checked in a forked
+process (which exits without freeing the loaded run: 0.3-0.4 s). There,
+history.jsonl is read by the fast path (harness/fast_history.py: msgspec
+decodes each line into typed structs in C, a Python loop pairs and groups
+into Send and Poll Structs) in about 2.5 s on one CPU, while final.jsonl is
 read on the other (harness/fast_final.py, 1.1 s, pickled back in 0.2 s,
-unpickled here in 0.1 s); then each worker copies a partition (0.55 s) and
-checks it (1.05-1.2 s), and the third partition is checked in two halves, one
-per worker (each copies it again and runs its half, 0.7-0.8 s: both build
-the observations); the parent frees the loaded run once the first worker is
-done, beside the last one. (The old reader: 3.5 s for history.jsonl alone,
-orjson.loads 1.1 s of it; the old schedule: two whole partitions in a row on
-one worker while the other waited.)
+unpickled in 0.1 s); then one worker per partition, three sharing the two
+CPUs, copies its partition (0.45-0.55 s) and checks it (1.0-1.2 s). Checking
+one partition in two halves on the two CPUs instead (the plan when workers
+may not outnumber jobs) costs more: each half copies the partition and builds
+its observations again. (The old reader: 3.5 s for history.jsonl alone.)
+
+Also tried on 2026-11-22 and not kept: poll records not shared between polls
+in the fast reader (a lookup per record saved, 0.3 s of the load on its own):
+no faster in the whole check, and peak PSS 2.2-2.3 GiB, over the 2 GiB limit.
 
 Tried on 2026-11-22 and measured slower, so not kept: workers forked before
 the load that each read both files but build only the partitions they check
