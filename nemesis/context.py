@@ -46,12 +46,15 @@ class NemesisContext:
     def view(self, partition: int) -> PartitionView:
         return self.cluster.partition_view(self.topic, partition)
 
-    def await_view(self, partition: int, condition: Callable[[PartitionView], bool], what: str) -> PartitionView:
-        """The partition's view once `condition` holds (HostError after `timeout`)."""
+    def await_view(self, partition: int, condition: Callable[[PartitionView], bool], what: str,
+                   timeout: float | None = None) -> PartitionView:
+        """The partition's view once `condition` holds (HostError after `timeout`, by default
+        the context's)."""
         def met() -> PartitionView | None:
             view = self.view(partition)
             return view if condition(view) else None
-        return self.cluster.wait_for(met, self.timeout, f"{self.topic}-{partition}: {what}")
+        return self.cluster.wait_for(met, self.timeout if timeout is None else timeout,
+                                     f"{self.topic}-{partition}: {what}")
 
     @property
     def leader_wait(self) -> float:
@@ -62,17 +65,14 @@ class NemesisContext:
         """The partition's leader, waited for at most `leader_wait`; None when it has none by
         then."""
         try:
-            view = self.cluster.wait_for(lambda: self._led(partition), self.leader_wait,
-                                         f"{self.topic}-{partition}: a leader")
+            return self.await_leader(partition, timeout=self.leader_wait).leader
         except HostError:
             return None
-        return view.leader
 
-    def _led(self, partition: int) -> PartitionView | None:
-        view = self.view(partition)
-        return view if view.leader is not None else None
-
-    def await_leader(self, partition: int, not_in: tuple[str, ...] = ()) -> PartitionView:
-        """Until the partition has a leader outside `not_in`."""
+    def await_leader(self, partition: int, not_in: tuple[str, ...] = (),
+                     timeout: float | None = None) -> PartitionView:
+        """Until the partition has a leader outside `not_in` (HostError after `timeout`, by
+        default the context's)."""
         what = "a leader" + (f" other than {', '.join(not_in)}" if not_in else "")
-        return self.await_view(partition, lambda v: v.leader is not None and v.leader not in not_in, what)
+        return self.await_view(partition, lambda v: v.leader is not None and v.leader not in not_in, what,
+                               timeout)
