@@ -90,7 +90,8 @@ def check_run(run_dir: Path | str, *, write: bool = True, out: Any = _STDOUT,
         run, reports = Forked(f"the process loading and checking {run_dir}", _load_and_check,
                               run_dir, jobs).result()
     else:
-        run, reports = _load_and_check(run_dir, jobs)
+        run = load_run(run_dir, parallel=jobs > 1)
+        reports = check_partitions(run, jobs, keep=EXAMPLES_PER_ANOMALY)
     verdict = decide(run, reports)
     linear_files = write_counterexamples(run_dir, reports) if write else {}
     results = build_results(run, reports, verdict, time.perf_counter() - started, linear_files)
@@ -101,14 +102,14 @@ def check_run(run_dir: Path | str, *, write: bool = True, out: Any = _STDOUT,
 
 
 def _load_and_check(run_dir: Path, jobs: int) -> tuple[LoadedRun, list[PartitionReport]]:
-    """The loaded run, its partitions reduced to what the verdict reads
-    (`verdict_stub`), and the reports of its partitions. results.json shows
-    EXAMPLES_PER_ANOMALY examples of each anomaly: only those are kept in
-    full (`compact`), so that the reports travel small between processes."""
-    run = load_run(run_dir, parallel=jobs > 1)
+    """What the forked loading process sends back: the loaded run, its
+    partitions reduced to what the verdict reads (`verdict_stub`), and the
+    reports of its partitions, compacted (results.json shows
+    EXAMPLES_PER_ANOMALY examples of each anomaly)."""
+    run = load_run(run_dir, parallel=True)
     reports = check_partitions(run, jobs, keep=EXAMPLES_PER_ANOMALY)
     run.partitions = {key: verdict_stub(ph) for key, ph in run.partitions.items()}
-    return run, [compact(report, EXAMPLES_PER_ANOMALY) for report in reports]
+    return run, reports
 
 
 def _history_bytes(run_dir: Path) -> int:
@@ -131,8 +132,9 @@ def default_jobs(jobs: int | None) -> int:
 def check_partitions(run: LoadedRun, jobs: int | None = 1, keep: int | None = None) -> list[PartitionReport]:
     """The report of each partition of `run`, in `run.partitions` order,
     checked by up to `jobs` worker processes (1, the default: in this process;
-    None: os.cpu_count()). With `keep`, reports made by workers keep only the
-    first `keep` anomalies of each name in full (see `compact`)."""
+    None: os.cpu_count()). With `keep`, the reports keep only the first
+    `keep` anomalies of each name in full (see `compact`), whichever process
+    made them."""
     histories = list(run.partitions.values())
     jobs = default_jobs(jobs)
     if sum(map(_size, histories)) < FORK_MIN_OPS or not can_fork():
@@ -140,7 +142,8 @@ def check_partitions(run: LoadedRun, jobs: int | None = 1, keep: int | None = No
     with _collector_off():
         shares = _shares(histories, jobs) if jobs > 1 else []
         if len(shares) <= 1:
-            return [_check(ph, run.options) for ph in histories]
+            reports = [_check(ph, run.options) for ph in histories]
+            return reports if keep is None else [compact(report, keep) for report in reports]
         return _check_in_workers(histories, shares, run.options, keep,
                                  worker_cpus(jobs, len(shares), _usable_cpus()))
 
