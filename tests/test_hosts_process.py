@@ -2,12 +2,13 @@
 which it refuses with a ClusterConfigError."""
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from clusters.errors import ClusterConfigError
-from clusters.hosts import process
+from clusters.hosts import local_process, process
 from tests import host_contract
 
 pytestmark = pytest.mark.integration
@@ -75,3 +76,19 @@ def test_partitions_are_a_configuration_error(hosts):
 def test_options_are_refused(tmp_path: Path):
     with pytest.raises(ClusterConfigError, match="subnet"):
         process.provision(CLUSTER, NODES, tmp_path, {"subnet": "10.77.0.0/24"})
+
+
+def test_a_process_that_ends_while_its_tasks_are_listed_is_gone(monkeypatch):
+    # The kernel removes /proc/<pid>/task between the listing's check and its read: seen
+    # once in CI, where `fencepost cleanup` crashed on it.
+    child = subprocess.Popen(["sleep", "30"])
+    try:
+        assert local_process.local_state(child.pid) == "running"
+
+        def vanished(self, pattern):
+            raise FileNotFoundError(2, "No such file or directory", str(self))
+        monkeypatch.setattr(Path, "glob", vanished)
+        assert local_process.local_state(child.pid) == "gone"
+    finally:
+        child.kill()
+        child.wait()

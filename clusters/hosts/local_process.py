@@ -45,7 +45,11 @@ def spawn_local(host: str, argv: Sequence[str], log: str, env: Mapping[str, str]
 def local_state(pid: int) -> ProcessState:
     reap(pid)
     stats = []
-    for task in Path(f"/proc/{pid}/task").glob("*/stat"):
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").glob("*/stat"))
+    except FileNotFoundError:  # the process ended while its tasks were listed
+        tasks = []
+    for task in tasks:
         try:
             stats.append(task.read_text())
         except OSError:
