@@ -65,3 +65,17 @@ def test_bad_input_found_by_the_loading_process_is_a_usage_error(tmp_path, alway
     (run_dir / "test.json").write_text('{"checker": {"search_budget": 0}}')
     assert main(["check", str(run_dir), "--jobs", "2"]) == 254
     assert "search_budget" in capsys.readouterr().err
+
+
+def test_the_loading_process_sends_stubs_and_holds_the_loaded_partitions(tmp_path, always_fork):
+    # Run here (not forked), to look at both: what goes back is what the verdict
+    # reads; the loaded partitions stay referenced until the process exits.
+    run_dir = planted_run(tmp_path, "lost-write/missing", 1)
+    held: list = []
+    run, reports = checking._load_and_check(run_dir, 2, held)
+    (loaded,) = held
+    assert list(loaded) == list(run.partitions) == [(r.topic, r.partition) for r in reports]
+    assert all(ph.sends and ph.final for ph in loaded.values())
+    assert all(not ph.sends and not ph.polls and ph.final == [] for ph in run.partitions.values())
+    assert [ph.final_complete for ph in run.partitions.values()] == [
+        ph.final_complete for ph in loaded.values()]
