@@ -152,10 +152,21 @@ def check_partitions(run: LoadedRun, jobs: int | None = 1, keep: int | None = No
                                  worker_cpus(jobs, len(shares), _usable_cpus()))
 
 
-def _check(ph: PartitionHistory, options: CheckOptions) -> PartitionReport:
+def _check(ph: PartitionHistory, options: CheckOptions, held: list[Any] | None = None
+           ) -> PartitionReport:
     """`check_partition` of a large partition runs on a fresh copy of it
-    (`fresh_copy`: the loaded objects are scattered over the heap)."""
-    return check_partition(fresh_copy(ph) if _size(ph) >= COPY_MIN_OPS else ph, options)
+    (`fresh_copy`: the loaded objects are scattered over the heap), put into
+    `held` when given."""
+    return check_partition(_copy(ph, held), options)
+
+
+def _copy(ph: PartitionHistory, held: list[Any] | None) -> PartitionHistory:
+    if _size(ph) < COPY_MIN_OPS:
+        return ph
+    copy = fresh_copy(ph)
+    if held is not None:
+        held.append(copy)
+    return copy
 
 
 def compact(report: PartitionReport, keep: int) -> PartitionReport:
@@ -225,7 +236,7 @@ def _check_in_workers(histories: list[PartitionHistory], shares: list[list[Task]
             names = ", ".join(f"{histories[i].topic}/{histories[i].partition}"
                               + ("" if half is None else f" ({half} half)") for i, half in share)
             children.append((Forked(f"the check worker of {names}", _work, histories, share,
-                                    options, keep, cpus), share))
+                                    options, keep, cpus, []), share))
         collect([child for child, _ in children])
         reports: list[PartitionReport | None] = [None] * len(histories)
         halves: dict[int, dict[str, PartitionReport]] = {}
@@ -306,19 +317,20 @@ def _size(ph: PartitionHistory) -> int:
 
 
 def _work(histories: list[PartitionHistory], share: list[Task], options: CheckOptions,
-          keep: int | None, cpus: frozenset[int] | None) -> list[PartitionReport]:
+          keep: int | None, cpus: frozenset[int] | None, held: list[Any]
+          ) -> list[PartitionReport]:
     """What a worker process does: the reports of `share` (whole or half),
-    compacted; on `cpus` when given."""
+    compacted; on `cpus` when given. The copies it checks go into `held`,
+    which the worker keeps until it exits: freeing them would be wasted time."""
     if cpus is not None:
         os.sched_setaffinity(0, cpus)
     reports = []
     for i, half in share:
         ph = histories[i]
         if half is None:
-            reports.append(_check(ph, options))
+            reports.append(_check(ph, options, held))
         else:
-            reports.append(check_half(fresh_copy(ph) if _size(ph) >= COPY_MIN_OPS else ph,
-                                      options, half))
+            reports.append(check_half(_copy(ph, held), options, half))
     return reports if keep is None else [compact(report, keep) for report in reports]
 
 

@@ -119,14 +119,18 @@ def test_a_worker_per_partition_gives_the_results_of_one_process(tmp_path, monke
 
 
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity on this platform")
-def test_a_worker_holds_itself_to_its_cpus(tmp_path):
+def test_a_worker_holds_itself_to_its_cpus_and_its_copies_until_it_exits(tmp_path, monkeypatch):
+    monkeypatch.setattr(checking, "COPY_MIN_OPS", 0)
     run = load_run(generate(GenConfig(seed=14, lines=600)).write(tmp_path / "run"))
     histories = list(run.partitions.values())
     before = os.sched_getaffinity(0)
     one = min(before)
+    held: list = []
     try:  # _work as a worker runs it, here in this process
-        reports = checking._work(histories, [(0, None)], run.options, None, frozenset({one}))
+        reports = checking._work(histories, [(0, None)], run.options, None, frozenset({one}), held)
         assert os.sched_getaffinity(0) == {one}
     finally:
         os.sched_setaffinity(0, before)
     assert reports == [check_partition(histories[0], run.options)]
+    (copy,) = held  # the copy it checked, still referenced: never freed in the worker
+    assert copy == histories[0] and copy is not histories[0]
