@@ -241,3 +241,24 @@ def test_synthetic_runs_load_without_problems_and_keep_every_send(tmp_path, seed
         assert sorted(s.value for s in ph.sends) == truth
         assert ph.final == [(o, v) for o, v, _ in pf.read]
         assert ph.final_complete == pf.complete
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_a_fresh_copy_is_equal_and_shares_each_record_once(tmp_path, seed):
+    from harness.loading import fresh_copy
+    from tests.synth.generate import GenConfig, generate
+
+    run = generate(GenConfig(seed=seed, lines=2000, stale_follower=seed == 4))
+    for ph in load_run(run.write(tmp_path / "run")).partitions.values():
+        copy = fresh_copy(ph)
+        assert copy == ph
+        assert all(a is not b for a, b in zip(copy.sends, ph.sends))
+        assert all(a is not b for a, b in zip(copy.polls, ph.polls))
+        # The final read's records are kept and shared with the polls that returned them;
+        # any other record is copied once however often it was polled.
+        records = {r: r for r in copy.final or ()}
+        assert all(a is b for a, b in zip(copy.final or (), ph.final or ()))
+        assert copy.final is not ph.final
+        for poll in copy.polls:
+            for r in poll.records:
+                assert records.setdefault(r, r) is r
