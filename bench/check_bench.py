@@ -27,13 +27,18 @@ to 1.4x within minutes: old and new code were run in alternation).
   2026-11-21 (a220a50), alone: jobs 2 parse 4.3, check 7.7 s (130k ops/s).
   2026-11-22 morning (d45c734): jobs 2 parse 2.9-3.8, check 6.0-6.7 s
     (149k-166k ops/s); peak PSS 1.22 GiB.
-  2026-11-22 now: jobs 2 parse 2.7-3.0, check 5.4-6.1 s (163k-187k ops/s),
-    jobs 1 check 9.0-11.1 s; peak PSS 1.5 GiB; in 12 alternating pairs of
-    single runs (jobs 2) faster than the morning's code in 11, median ratio
-    0.86. (Before the first round of work: check 37 s, jobs 1 only.)
+  2026-11-22 midday (735dba6): jobs 2 parse 2.7-3.0, check 5.4-6.1 s
+    (163k-187k ops/s), jobs 1 check 9.0-11.1 s; peak PSS 1.5 GiB.
+  2026-11-22 afternoon: jobs 2 parse 2.9-3.1, check 5.38-5.62 s best of 3
+    (178k-186k ops/s; a slow hour), best single run 5.03 s (198.8k ops/s);
+    jobs 1 check 9.0-9.4 s; peak PSS 1.5 GiB; in 8 alternating pairs of
+    single runs (jobs 2) faster than 735dba6 in all 8, median ratio 0.90.
+    (Before the first round of work: check 37 s, jobs 1 only.)
 
 Where the time goes with jobs 2: the run is loaded and checked in a forked
-process (which exits without freeing the loaded run: 0.3-0.4 s). There,
+process (which, like its workers, keeps what it built referenced until it
+exits: freeing it object by object took 0.4 s there, 0.05-0.07 s in each
+worker). There,
 history.jsonl is read by the fast path (harness/fast_history.py: msgspec
 decodes each line into typed structs in C, a Python loop pairs and groups
 into Send and Poll Structs) in about 2.5 s on one CPU, while final.jsonl is
@@ -56,6 +61,14 @@ against 8.1-8.5 s for the code here. Per worker: history.jsonl 2.2 s with a
 third of the partitions left out, final.jsonl 1.0 s (decoding is most of
 both, and each worker decodes everything), and its partitions, built
 interleaved, checked in 2.1 s as built or 0.5 s copy + 1.15 s check.
+
+Tried later on 2026-11-22, not kept (README "Benchmarks" has the figures):
+history.jsonl read in two processes (the tail sent back as msgpack and
+joined): two processes on these two vCPUs each run 30-40% slower than one
+alone, and the tail's encoding, sending, decoding and joining cost 0.7 s, so
+no faster; partitions loaded as packed columns and built by each worker
+instead of copied: 0.43-0.54 s against 0.51-0.71 s; lines read in 1 MiB
+chunks with the UTF-8 check per chunk: median 1.04 of the old time.
 
 Usage: python bench/check_bench.py [--dir DIR] [--jobs N] [--lines N] [--seed S] [--repeat R]
 """

@@ -8,7 +8,8 @@ freeing what it loaded. There, final.jsonl is read in a forked process while
 the history is read (harness/loading.py); then the
 partitions are checked in worker processes forked after the load, each
 reading the loaded run through the pages it shares copy-on-write with this
-one, and sending back its reports, pickled through a pipe, before it exits.
+one, and sending back its reports, pickled through a pipe, before it exits
+(holding the copies it checked until then: freeing them is time for nothing).
 What travels back is small: past the examples results.json shows, an
 anomaly is sent as its name only (`compact`). A worker's exception is raised
 here with the worker's traceback as its cause. `jobs=1`, a small run (below
