@@ -8,10 +8,14 @@ fork, copy-on-write: large inputs cost nothing to hand over; only the result
 is serialised. The parent reads the pipes (`collect` reads several side by
 side, so that no child blocks on a full pipe), then `result()` reaps the child
 and returns its value, or raises its exception with `ChildTraceback` (the
-child's traceback) as the cause. Fork only when `can_fork()`.
+child's traceback) as the cause. On Linux a child is killed when its parent
+dies (`prctl(PR_SET_PDEATHSIG)`): its result would go nowhere, and a parent
+killed by SIGKILL (an OOM kill, a CI timeout) would otherwise leave it
+working on, and its own children with it. Fork only when `can_fork()`.
 """
 from __future__ import annotations
 
+import ctypes
 import os
 import pickle
 import selectors
@@ -47,10 +51,11 @@ class Forked:
         sys.stdout.flush()
         sys.stderr.flush()
         read_end, write_end = os.pipe()
+        parent = os.getpid()
         pid = os.fork()
         if pid == 0:  # the child: never returns
             os.close(read_end)
-            _run_child(write_end, fn, args)
+            _run_child(write_end, fn, args, parent)
         os.close(write_end)
         self.pid: int | None = pid
         self.fd: int | None = read_end
@@ -123,10 +128,27 @@ def collect(children: list[Forked]) -> None:
                     selector.unregister(key.fileobj)
 
 
-def _run_child(write_end: int, fn: Callable[..., Any], args: tuple) -> None:
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _die_with(parent: int) -> None:
+    """Have the kernel SIGKILL this (forked) process when `parent` dies;
+    leave at once if it already has. (Linux only; elsewhere, nothing.)"""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # no prctl to call: the child outlives a killed parent
+        return
+    if os.getppid() != parent:  # the parent died between the fork and the prctl
+        os._exit(1)
+
+
+def _run_child(write_end: int, fn: Callable[..., Any], args: tuple, parent: int) -> None:
     code = 0
     try:
         signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C: the parent reports it
+        _die_with(parent)
         data = pickle.dumps(("ok", fn(*args), ""), protocol=pickle.HIGHEST_PROTOCOL)
     except BaseException as e:  # everything goes back to the parent
         code = 1
