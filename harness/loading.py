@@ -306,8 +306,9 @@ def fresh_copy(ph: PartitionHistory) -> PartitionHistory:
     Ints are copied by `+ 0` (a new int object), strings by encode/decode.
     The final read's records are kept as they are: read from final.jsonl in
     log order (or unpickled from the process that read it), a partition's lie
-    together already, and copying them cost more than it saved (side by side,
-    copy and check 1.55-1.7 s with them kept, 1.75-1.9 s with them copied).
+    together already, and copying them cost more than it saved (6 alternating
+    pairs on the 1M-line bench, copy and check of one partition: median 1.69 s
+    with them kept, 1.85 s with them copied; kept faster in 5).
     Replica logs, replica states and resets are kept too (walked once)."""
     final = ph.final
     # Each distinct record and value string once; the final read's as they are.
