@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 from bisect import bisect_right
+from heapq import nsmallest
 from dataclasses import dataclass, field
 from itertools import chain, compress, repeat
 from operator import attrgetter, itemgetter, not_
@@ -34,23 +35,32 @@ class UnseenResult:
     # completion in history order, downsampled to at most MAX_POINTS points
     # (evenly spaced over the completions, the first and last kept).
     series: list[list[int]] = field(default_factory=list)
+    in_final: int = 0  # of the anomalies: those whose value the final read holds
 
 
 def unseen(ph: PartitionHistory, obs: Observations | None = None,
-           max_points: int = MAX_POINTS) -> UnseenResult:
-    """`obs` is `observe(ph)`, built here when not given."""
+           max_points: int = MAX_POINTS, keep: int | None = None) -> UnseenResult:
+    """`obs` is `observe(ph)`, built here when not given. With `keep`, only
+    the first `keep` anomalies (by offset) carry their details; the others
+    are one detail-less stand-in, repeated (as harness.checking.compact
+    leaves them): a clean run whose consumers lag has an unseen value per
+    unread ack, and their details were most of this check's time."""
     obs = obs if obs is not None else observe(ph)
     acked = [s for s in obs.acked if s.complete_index is not None]
     first_polled = first_poll_of_values(obs)
     polls = [p for p in ph.polls if p.outcome == "ok" and p.complete_index is not None]
 
     anomalies = []
+    in_final_count = 0
     polled = map(first_polled.__contains__, map(_send_value, acked))
     never = list(compress(acked, map(not_, polled)))
     if never:
         final_values = set(map(_value, ph.final or ()))
+        in_final_count = sum(map(final_values.__contains__, map(_send_value, never)))
         where = (UNSEEN, ph.topic, ph.partition)
-        for s in sorted(never, key=_by_offset):  # acked: each has an offset
+        shown = (sorted(never, key=_by_offset) if keep is None or keep >= len(never)
+                 else nsmallest(keep, never, key=_by_offset))
+        for s in shown:  # acked: each has an offset
             value, offset = s.value, s.offset
             in_final = value in final_values
             # The details of op_refs([s]) and describe(s), written out: there may be many.
@@ -61,7 +71,10 @@ def unseen(ph: PartitionHistory, obs: Observations | None = None,
                                f"{s.process} of {value!r} was acked at offset {offset}, but no "
                                f"ok poll returned it; the final read "
                                f"{'holds' if in_final else 'does not hold'} it"}))
-    return UnseenResult(anomalies, _series(acked, polls, first_polled, max_points))
+        if len(shown) < len(never):
+            anomalies += [Anomaly(*where)] * (len(never) - len(shown))
+    return UnseenResult(anomalies, _series(acked, polls, first_polled, max_points),
+                        in_final_count)
 
 
 def _series(acked: list[Send], polls: list[Poll], first_polled: dict[str, int],

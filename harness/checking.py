@@ -147,18 +147,18 @@ def check_partitions(run: LoadedRun, jobs: int | None = 1, keep: int | None = No
     with _collector_off():
         shares = _shares(histories, jobs) if jobs > 1 else []
         if len(shares) <= 1:
-            reports = [_check(ph, run.options) for ph in histories]
+            reports = [_check(ph, run.options, keep) for ph in histories]
             return reports if keep is None else [compact(report, keep) for report in reports]
         return _check_in_workers(histories, shares, run.options, keep,
                                  worker_cpus(jobs, len(shares), _usable_cpus()))
 
 
-def _check(ph: PartitionHistory, options: CheckOptions, held: list[Any] | None = None
-           ) -> PartitionReport:
+def _check(ph: PartitionHistory, options: CheckOptions, keep: int | None,
+           held: list[Any] | None = None) -> PartitionReport:
     """`check_partition` of a large partition runs on a fresh copy of it
     (`fresh_copy`: the loaded objects are scattered over the heap), put into
     `held` when given."""
-    return check_partition(_copy(ph, held), options)
+    return check_partition(_copy(ph, held), options, keep)
 
 
 def _copy(ph: PartitionHistory, held: list[Any] | None) -> PartitionHistory:
@@ -329,9 +329,9 @@ def _work(histories: list[PartitionHistory], share: list[Task], options: CheckOp
     for i, half in share:
         ph = histories[i]
         if half is None:
-            reports.append(_check(ph, options, held))
+            reports.append(_check(ph, options, keep, held))
         else:
-            reports.append(check_half(_copy(ph, held), options, half))
+            reports.append(check_half(_copy(ph, held), options, half, keep=keep))
     return reports if keep is None else [compact(report, keep) for report in reports]
 
 

@@ -52,3 +52,18 @@ def test_downsample_keeps_short_series_and_both_ends():
     assert downsample([1, 2, 3], 5) == [1, 2, 3]
     assert downsample(list(range(10)), 4) == [0, 3, 6, 9]
     assert downsample(list(range(10)), 1) == [9]
+
+
+def test_with_keep_only_the_first_by_offset_carry_details_and_the_counts_stay_exact():
+    # Acked out of offset order, none polled; "b" and "d" in the final read.
+    sends = [send(0, "d", 3), send(2, "a", 0), send(4, "c", 2), send(6, "b", 1)]
+    ph = history(sends=sends, final=log("a", "b", "x", "d"))
+    full = unseen(ph)
+    kept = unseen(ph, keep=2)
+    assert [a.details["value"] for a in full.anomalies] == ["a", "b", "c", "d"]
+    assert kept.anomalies[:2] == full.anomalies[:2]
+    assert len(kept.anomalies) == 4 and all(a.details == {} and a.name == "unseen"
+                                            for a in kept.anomalies[2:])
+    assert kept.in_final == full.in_final == 3  # a, b and d
+    assert kept.series == full.series
+    assert unseen(ph, keep=10).anomalies == full.anomalies

@@ -79,3 +79,19 @@ def test_the_loading_process_sends_stubs_and_holds_the_loaded_partitions(tmp_pat
     assert all(not ph.sends and not ph.polls and ph.final == [] for ph in run.partitions.values())
     assert [ph.final_complete for ph in run.partitions.values()] == [
         ph.final_complete for ph in loaded.values()]
+
+
+@pytest.mark.parametrize("name,seed", [("unseen", 5), ("lost-write/missing", 6)])
+def test_a_check_told_what_it_keeps_gives_the_compacted_report(tmp_path, name, seed):
+    from checkers.check import check_partition
+    from harness.loading import load_run
+
+    run = load_run(planted_run(tmp_path, name, seed))
+    keep = 2
+    unseen = 0
+    for ph in run.partitions.values():
+        whole = checking.compact(check_partition(ph, run.options), keep)
+        told = checking.compact(check_partition(ph, run.options, keep), keep)
+        assert told.anomalies == whole.anomalies and told.stats == whole.stats
+        unseen += whole.stats["unseen"]
+    assert unseen > keep  # some partition had anomalies past those kept

@@ -178,7 +178,7 @@ def test_help_exits_0(capsys):
 
 
 def test_a_crash_exits_255_with_the_traceback(tmp_path, capsys, monkeypatch):
-    def broken(ph, options):
+    def broken(ph, options, *args):
         raise ZeroDivisionError("checker bug")
 
     monkeypatch.setattr(checking, "check_partition", broken)
