@@ -10,7 +10,7 @@ request that may park (a fetch waiting for max_wait_ms, a join or sync waiting
 for the group) may hold the connection longer. After the fuzz a
 confluent-kafka producer and consumer must still work.
 
-Fast test: a few thousand frames. Slow test: 100,000. Any count from the command line:
+Fast test: a few thousand frames. Slow test: 20,000. Any count from the command line:
     python -m tests.test_broker_fuzz --frames 1000000 [--seed N]
 """
 from __future__ import annotations
@@ -435,13 +435,14 @@ def test_fuzz_a_few_thousand_frames(tmp_path):
 @pytest.mark.integration
 @pytest.mark.slow
 @pytest.mark.timeout(3600)
-def test_fuzz_forty_thousand_frames(tmp_path):
-    # The suite's share; the published figure is a 1,000,000-frame run of main() below.
+def test_fuzz_twenty_thousand_frames(tmp_path):
+    # The suite's share (about 70 s here: hypothesis drawing the frames is most of it); the
+    # published figure is a 1,000,000-frame run of main() below (docs/RELIABILITY.md §5).
     b = fuzz_broker(tmp_path)
     try:
-        stats = fuzz(b.port, 40_000)
+        stats = fuzz(b.port, 20_000)
         print(stats.line())
-        assert stats.frames >= 40_000
+        assert stats.frames >= 20_000
         check_after_fuzz(b, stats)
     finally:
         b.stop()
