@@ -34,6 +34,10 @@ to 1.4x within minutes: old and new code were run in alternation).
     jobs 1 check 9.0-9.4 s; peak PSS 1.5 GiB; in 8 alternating pairs of
     single runs (jobs 2) faster than 735dba6 in all 8, median ratio 0.90.
     (Before the first round of work: check 37 s, jobs 1 only.)
+  2026-11-22 later, a fresh machine about 1.7x slower (fast test set 2:21-2:49
+    instead of 1:35): jobs 2 parse 4.86, check 9.88 s (101k ops/s; CPU 17.4 s
+    against 12.0 s with jobs 1); `unseen` then built the details of only the
+    anomalies results.json shows: faster in 5 of 5 alternating pairs, median 0.97.
 
 Where the time goes with jobs 2: the run is loaded and checked in a forked
 process (which, like its workers, keeps what it built referenced until it
