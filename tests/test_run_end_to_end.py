@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import orjson
@@ -46,16 +47,26 @@ def test_a_short_default_run_is_valid_and_leaves_a_complete_run_directory(tmp_pa
     assert sorted(p.name for p in (run_dir / "nodes").iterdir()) == ["controller", "n1", "n2", "n3"]
 
 
-@pytest.mark.parametrize("truncation, verdict, exit_code", [("hw", "invalid", 1), ("kip320", "valid", 0)])
-def test_leader_bounce_loses_writes_only_without_leader_epochs(tmp_path, truncation, verdict, exit_code):
-    done, run_dir = run(tmp_path, "--truncation", truncation, "--nemesis", "leader-bounce",
-                        "--nemesis-schedule", "fixed", "--nemesis-interval", "4", "--time-limit", "30",
-                        "--seed", "1", "--backend-option", "subnet=10.77.62.0/24")
-    assert done.returncode == exit_code, (done.stdout, done.stderr[-3000:])
-    assert f"verdict: {verdict}" in done.stdout
-    results = orjson.loads((run_dir / "results.json").read_bytes())
-    if verdict == "invalid":
-        assert results["anomaly_counts"].get("lost-write", 0) > 0, results["anomaly_counts"]
+def test_leader_bounce_loses_writes_only_without_leader_epochs(tmp_path):
+    # The two runs go on side by side, each on its own subnet, as campaigns run two at a time.
+    def leader_bounce(truncation: str, subnet: str):
+        where = tmp_path / truncation
+        where.mkdir()
+        return run(where, "--truncation", truncation, "--nemesis", "leader-bounce", "--nemesis-schedule", "fixed",
+                   "--nemesis-interval", "4", "--time-limit", "30", "--seed", "1", "--backend-option",
+                   f"subnet={subnet}")
+
+    with ThreadPoolExecutor(2) as pool:
+        hw = pool.submit(leader_bounce, "hw", "10.77.62.0/24")
+        kip320 = pool.submit(leader_bounce, "kip320", "10.77.65.0/24")
+        runs = {"hw": hw.result(), "kip320": kip320.result()}
+    for truncation, verdict, exit_code in [("hw", "invalid", 1), ("kip320", "valid", 0)]:
+        done, run_dir = runs[truncation]
+        assert done.returncode == exit_code, (truncation, done.stdout, done.stderr[-3000:])
+        assert f"verdict: {verdict}" in done.stdout
+        results = orjson.loads((run_dir / "results.json").read_bytes())
+        if verdict == "invalid":
+            assert results["anomaly_counts"].get("lost-write", 0) > 0, results["anomaly_counts"]
 
 
 def test_sigterm_mid_run_heals_tears_down_and_leaves_a_checkable_history(tmp_path):
