@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import sys
 from bisect import bisect_right
-from heapq import nsmallest
 from dataclasses import dataclass, field
+from heapq import nsmallest
 from itertools import chain, compress, repeat
 from operator import attrgetter, itemgetter, not_
 from typing import TypeVar
