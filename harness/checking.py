@@ -24,7 +24,8 @@ says ends sooner (for 3 equal partitions on 2, the latter).
 
 A large partition is checked on a fresh copy of it (`loading.fresh_copy`):
 the loaded objects lie scattered over the heap, and walking them again and
-again cost more than copying them once.
+again cost more than copying them once. Partitions the C reader made
+(`LoadedRun.fresh`) were made one by one and are checked as they are.
 
 Garbage collection is off while the checkers run, and the loaded objects are
 frozen (`gc.freeze`): the checkers build hundreds of thousands of objects and
@@ -44,11 +45,11 @@ from typing import Any, Iterator
 
 from checkers.anomaly import Anomaly
 from checkers.check import HALVES, PartitionReport, check_half, check_partition, join_halves
-from checkers.partition import CheckOptions, PartitionHistory
+from checkers.partition import PartitionHistory
 from harness.errors import BadInput
 from harness.forked import Forked, can_fork, collect
 from harness.history import HISTORY_FILE
-from harness.loading import LoadedRun, fresh_copy, load_run, verdict_stub
+from harness.loading import LoadedRun, PartitionKey, fresh_copy, load_run, verdict_stub
 from harness.summary import (
     EXAMPLES_PER_ANOMALY, build_results, partition_name, print_summary, write_results,
 )
@@ -110,10 +111,14 @@ def _load_and_check(run_dir: Path, jobs: int, held: list[Any]
     EXAMPLES_PER_ANOMALY examples of each anomaly). The loaded partitions go
     into `held`, which the forked process keeps until it exits: dropped, they
     would be freed object by object (0.4 s for a million lines) for nothing."""
-    run = load_run(run_dir, parallel=True)
-    reports = check_partitions(run, jobs, keep=EXAMPLES_PER_ANOMALY)
+    run = load_run(run_dir, parallel=True, lazy=True)
+    reports = check_partitions(run, jobs, keep=EXAMPLES_PER_ANOMALY, held=held)
     held.append(run.partitions)
-    run.partitions = {key: verdict_stub(ph) for key, ph in run.partitions.items()}
+    if run.builder is None:
+        run.partitions = {key: verdict_stub(ph) for key, ph in run.partitions.items()}
+    else:  # they are stubs already; the tables stay here
+        held.append(run.builder)
+        run.builder = None
     return run, reports
 
 
@@ -134,40 +139,47 @@ def default_jobs(jobs: int | None) -> int:
     return jobs
 
 
-def check_partitions(run: LoadedRun, jobs: int | None = 1, keep: int | None = None) -> list[PartitionReport]:
+def check_partitions(run: LoadedRun, jobs: int | None = 1, keep: int | None = None,
+                     held: list[Any] | None = None) -> list[PartitionReport]:
     """The report of each partition of `run`, in `run.partitions` order,
     checked by up to `jobs` worker processes (1, the default: in this process;
     None: os.cpu_count()). With `keep`, the reports keep only the first
     `keep` anomalies of each name in full (see `compact`), whichever process
-    made them."""
-    histories = list(run.partitions.values())
+    made them. A lazily loaded run's partitions are built where they are
+    checked; those built or copied in this process go into `held` if given."""
+    keys = list(run.partitions)
+    sizes = [run.partition_size(key) for key in keys]
     jobs = default_jobs(jobs)
-    if sum(map(_size, histories)) < FORK_MIN_OPS or not can_fork():
+    if sum(sizes) < FORK_MIN_OPS or not can_fork():
         jobs = 1  # a worker costs a fork and a pickle: not worth it for a small run
     with _collector_off():
-        shares = _shares(histories, jobs) if jobs > 1 else []
+        shares = _shares(sizes, jobs) if jobs > 1 else []
         if len(shares) <= 1:
-            reports = [_check(ph, run.options, keep) for ph in histories]
+            reports = [_check(run, key, keep, held) for key in keys]
             return reports if keep is None else [compact(report, keep) for report in reports]
-        return _check_in_workers(histories, shares, run.options, keep,
+        return _check_in_workers(run, keys, shares, keep,
                                  worker_cpus(jobs, len(shares), _usable_cpus()))
 
 
-def _check(ph: PartitionHistory, options: CheckOptions, keep: int | None,
+def _check(run: LoadedRun, key: PartitionKey, keep: int | None,
            held: list[Any] | None = None) -> PartitionReport:
-    """`check_partition` of a large partition runs on a fresh copy of it
-    (`fresh_copy`: the loaded objects are scattered over the heap), put into
-    `held` when given."""
-    return check_partition(_copy(ph, held), options, keep)
+    """`check_partition` of `run`'s partition `key` (`_checked`)."""
+    return check_partition(_checked(run, key, held), run.options, keep)
 
 
-def _copy(ph: PartitionHistory, held: list[Any] | None) -> PartitionHistory:
-    if _size(ph) < COPY_MIN_OPS:
+def _checked(run: LoadedRun, key: PartitionKey, held: list[Any] | None) -> PartitionHistory:
+    """What the checks of `key` walk: the partition, built now if the run was
+    loaded lazily; a large partition loaded by the Python readers on a fresh
+    copy (`fresh_copy`: its objects are scattered over the heap). What was
+    built or copied here goes into `held` when given."""
+    ph = run.partition(key)
+    if not run.fresh and _size(ph) >= COPY_MIN_OPS:
+        ph = fresh_copy(ph)
+    elif run.builder is None:
         return ph
-    copy = fresh_copy(ph)
     if held is not None:
-        held.append(copy)
-    return copy
+        held.append(ph)
+    return ph
 
 
 def compact(report: PartitionReport, keep: int) -> PartitionReport:
@@ -225,21 +237,21 @@ HALF_COST = 0.8
 MAX_WORKERS_PER_JOB = 2
 
 
-def _check_in_workers(histories: list[PartitionHistory], shares: list[list[Task]],
-                      options: CheckOptions, keep: int | None,
-                      cpus: frozenset[int] | None) -> list[PartitionReport]:
-    """Fork a process per share of `histories` (`_shares`), each on `cpus`
-    (None: any); collect their reports, joining the halves of a partition
-    checked in two. Every worker is reaped before this returns or raises."""
+def _check_in_workers(run: LoadedRun, keys: list[PartitionKey], shares: list[list[Task]],
+                      keep: int | None, cpus: frozenset[int] | None) -> list[PartitionReport]:
+    """Fork a process per share of the partitions `keys` of `run` (`_shares`),
+    each on `cpus` (None: any); collect their reports, joining the halves of a
+    partition checked in two. Every worker is reaped before this returns or
+    raises."""
     children: list[tuple[Forked, list[Task]]] = []
     try:
         for share in shares:
-            names = ", ".join(f"{histories[i].topic}/{histories[i].partition}"
+            names = ", ".join(f"{keys[i][0]}/{keys[i][1]}"
                               + ("" if half is None else f" ({half} half)") for i, half in share)
-            children.append((Forked(f"the check worker of {names}", _work, histories, share,
-                                    options, keep, cpus, []), share))
+            children.append((Forked(f"the check worker of {names}", _work, run, keys, share,
+                                    keep, cpus, []), share))
         collect([child for child, _ in children])
-        reports: list[PartitionReport | None] = [None] * len(histories)
+        reports: list[PartitionReport | None] = [None] * len(keys)
         halves: dict[int, dict[str, PartitionReport]] = {}
         for child, share in children:
             for (i, half), report in zip(share, child.result()):
@@ -255,16 +267,15 @@ def _check_in_workers(histories: list[PartitionHistory], shares: list[list[Task]
     return reports  # type: ignore[return-value]  # every index was in one share
 
 
-def _shares(histories: list[PartitionHistory], jobs: int) -> list[list[Task]]:
+def _shares(sizes: list[int], jobs: int) -> list[list[Task]]:
     """The tasks of each worker, balanced by cost: the largest first, each to
     the worker with the least so far. When that leaves workers idle at the
     end (3 partitions on 2 workers: one waits while the other checks the
     third), whichever ends the work sooner: the smallest large partitions
     checked in two halves by two workers (checkers.check.check_half), or up
     to MAX_WORKERS_PER_JOB * jobs workers, one per partition, sharing `jobs`
-    CPUs (`worker_cpus`)."""
-    n = len(histories)
-    sizes = [_size(ph) for ph in histories]
+    CPUs (`worker_cpus`). `sizes`: what each partition costs (`_size`)."""
+    n = len(sizes)
     whole: list[tuple[float, Task]] = [(sizes[i], (i, None)) for i in range(n)]
     best = _balanced(whole, jobs)
     by_size = sorted((i for i in range(n) if sizes[i] >= COPY_MIN_OPS), key=sizes.__getitem__)
@@ -317,21 +328,20 @@ def _size(ph: PartitionHistory) -> int:
     return len(ph.sends) + len(ph.polls) + len(ph.final or ())
 
 
-def _work(histories: list[PartitionHistory], share: list[Task], options: CheckOptions,
-          keep: int | None, cpus: frozenset[int] | None, held: list[Any]
-          ) -> list[PartitionReport]:
+def _work(run: LoadedRun, keys: list[PartitionKey], share: list[Task], keep: int | None,
+          cpus: frozenset[int] | None, held: list[Any]) -> list[PartitionReport]:
     """What a worker process does: the reports of `share` (whole or half),
-    compacted; on `cpus` when given. The copies it checks go into `held`,
-    which the worker keeps until it exits: freeing them would be wasted time."""
+    compacted; on `cpus` when given. The partitions it builds or copies go
+    into `held`, which the worker keeps until it exits: freeing them would be
+    wasted time."""
     if cpus is not None:
         os.sched_setaffinity(0, cpus)
     reports = []
     for i, half in share:
-        ph = histories[i]
         if half is None:
-            reports.append(_check(ph, options, keep, held))
+            reports.append(_check(run, keys[i], keep, held))
         else:
-            reports.append(check_half(_copy(ph, held), options, half, keep=keep))
+            reports.append(check_half(_checked(run, keys[i], held), run.options, half, keep=keep))
     return reports if keep is None else [compact(report, keep) for report in reports]
 
 

@@ -20,7 +20,7 @@ from typing import Iterator, Union
 
 import orjson
 
-from checkers.partition import ReplicaState
+from checkers.partition import PartitionHistory, ReplicaState
 from harness.errors import Problems, clip as _clip, show as _show
 from harness.fast_final import read_final_fast
 
@@ -48,6 +48,21 @@ class FinalLog:
 
     def partitions(self) -> set[PartitionKey]:
         return {*self.reads, *self.read_complete, *self.replicas, *self.replica_states}
+
+    def attach(self, ph: PartitionHistory) -> None:
+        """Set `ph`'s final read, its completeness, replica logs and states:
+        a `read-state` line decides completeness (a read without one is
+        complete); a partition with neither has no final read (None)."""
+        key = (ph.topic, ph.partition)
+        reads = self.reads.get(key)
+        if key in self.read_complete:
+            ph.final = reads if reads is not None else []
+            ph.final_complete = self.read_complete[key]
+        elif reads is not None:
+            ph.final = reads
+            ph.final_complete = True
+        ph.replicas = self.replicas.get(key, {})
+        ph.replica_states = self.replica_states.get(key, {})
 
 
 def read_final(path: Path | str, problems: Problems | None = None) -> FinalLog:

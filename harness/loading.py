@@ -12,12 +12,15 @@ Grouping rules (DESIGN.md §3.2-3.3, checkers/partition.py):
   reads but no read-state -> complete; a partition with neither -> its final read
   is missing (`final` is None). Without final.jsonl every final read is missing.
 
-The history is read by the fast path (harness/fast_history.py) when every
-line is plainly valid, else by the exact reader (`HistoryReader`), which
-reports what is wrong. `load_run(..., parallel=True)` reads final.jsonl in a
-forked process (harness/forked.py) while this one reads the history.
-`fresh_copy` copies one partition's input into fresh memory, for the checks
-to walk (harness/checking.py).
+Readers, fastest first: the C reader (harness/native_load.py: both files at
+once on two threads, each partition's objects then made on their own, lying
+together in memory); where it gives up on a file (anything unusual) or was not
+compiled, the fast path (harness/fast_history.py, fast_final.py) when every
+line is plainly valid, else the exact reader (`HistoryReader`), which reports
+what is wrong. Without the C reader, `load_run(..., parallel=True)` reads
+final.jsonl in a forked process (harness/forked.py) while this one reads the
+history. `fresh_copy` copies one partition's input into fresh memory, for the
+checks to walk (harness/checking.py); partitions the C reader made need not.
 """
 from __future__ import annotations
 
@@ -36,7 +39,8 @@ from harness.errors import BadInput, Problems
 from harness.fast_history import read_grouped
 from harness.final_log import FINAL_FILE, FinalLog, read_final
 from harness.forked import Forked, can_fork
-from harness.history import HISTORY_FILE, HistoryReader, Operation
+from harness.history import HISTORY_FILE, HistoryCounts, HistoryReader, Operation
+from harness import native_load
 
 TEST_FILE = "test.json"
 RUN_DIR_HELP = (f"a run directory holds {HISTORY_FILE} (the operations), {FINAL_FILE} (the final "
@@ -71,6 +75,23 @@ class LoadedRun:
     problems: Problems
     counts: RunCounts
     final_present: bool
+    # The partitions were made one by one in fresh memory (the C reader's
+    # history): the checks walk them as they are, with no `fresh_copy`.
+    fresh: bool = False
+    # After load_run(lazy=True), where the C reader read the history: builds
+    # each partition, of which `partitions` holds only what the verdict reads.
+    builder: native_load.PartitionBuilder | None = None
+
+    def partition(self, key: PartitionKey) -> PartitionHistory:
+        """The checker input of partition `key` (built now, when lazy)."""
+        return self.builder.build(key) if self.builder is not None else self.partitions[key]
+
+    def partition_size(self, key: PartitionKey) -> int:
+        """What `key`'s check costs, roughly: its ops and final records."""
+        if self.builder is not None:
+            return self.builder.size(key)
+        ph = self.partitions[key]
+        return len(ph.sends) + len(ph.polls) + len(ph.final or ())
 
     @property
     def errors(self) -> list[str]:
@@ -81,10 +102,14 @@ class LoadedRun:
         return self.problems.listed_warnings()
 
 
-def load_run(run_dir: Path | str, *, parallel: bool = False) -> LoadedRun:
+def load_run(run_dir: Path | str, *, parallel: bool = False, lazy: bool = False) -> LoadedRun:
     """Read history.jsonl, final.jsonl and test.json of `run_dir`. With
-    `parallel`, a large final.jsonl is read in a forked process while this one
-    reads the history (the same result, in less wall-clock time on two cores).
+    `parallel` and without the C reader, a large final.jsonl is read in a
+    forked process while this one reads the history (the same result, in less
+    wall-clock time on two cores; the C reader reads both at once anyway).
+    With `lazy`, where the C reader read the history, no partition is built:
+    `partitions` holds what the verdict reads of each (`verdict_stub`) and
+    `partition(key)` builds one when asked.
 
     Raises BadInput when `run_dir` is not a run directory or test.json is
     unusable; problems inside the history and final logs are collected instead.
@@ -100,35 +125,108 @@ def load_run(run_dir: Path | str, *, parallel: bool = False) -> LoadedRun:
     problems = Problems()
     final_path = run_dir / FINAL_FILE
     with _gc_paused():
-        final_reader = None
-        if (parallel and final_path.is_file() and final_path.stat().st_size >= FORK_MIN_BYTES
-                and can_fork()):
-            final_reader = Forked(f"the process reading {final_path}", _read_final_elsewhere,
-                                  final_path)
-        try:
-            fast = read_grouped(history_path)
-            if fast is not None:
-                partitions, resets, history = fast
-            else:  # something to report: the exact reader says what, with line and field
-                reader = HistoryReader(history_path, problems)
-                partitions, resets = group_operations(reader.operations())
-                history = reader.counts
-            final = None
-            if final_reader is not None:
-                final, found = final_reader.result()
-                _add_problems(problems, found)  # after the history's, as in one process
-            elif final_path.is_file():
-                final = read_final(final_path, problems)
-        finally:
-            if final_reader is not None:
-                final_reader.stop()  # a no-op once its result is in
-        attach_final(partitions, final)
-        for ph in partitions.values():
-            ph.resets = list(resets)
+        if native_load.available():
+            read = _read_natively(history_path, final_path, problems)
+        else:
+            read = _read_in_python(history_path, final_path, problems, parallel)
+        partitions, resets, history, final_lines, builder = read
+        fresh = builder is not None
+        if builder is not None:
+            if lazy:
+                partitions = {key: _stub(key, builder) for key in builder.keys()}
+            else:
+                partitions = {key: builder.build(key) for key in builder.keys()}
+                builder = None
+        else:
+            for ph in partitions.values():
+                ph.resets = list(resets)
     counts = RunCounts(lines=history.lines, ops=history.ops, nemesis=history.nemesis,
-                       by_f_type=history.by_f(), final_lines=final.lines if final else 0)
+                       by_f_type=history.by_f(), final_lines=final_lines or 0)
     return LoadedRun(run_dir, dict(sorted(partitions.items())), test, options, invalid, problems,
-                     counts, final is not None)
+                     counts, final_lines is not None, fresh, builder)
+
+
+# What the readers give load_run: the partitions (with their final reads),
+# the resets, the history's counts, final.jsonl's lines (None: no such file),
+# and, where the C reader read the history, the builder of the partitions
+# (which are then not built yet).
+_Read = tuple[dict[PartitionKey, PartitionHistory], list[Reset], HistoryCounts, "int | None",
+              "native_load.PartitionBuilder | None"]
+
+
+def _read_natively(history_path: Path, final_path: Path, problems: Problems) -> _Read:
+    """Both files by the C reader, a file it gave up on by the Python readers
+    (which report what is wrong: the history's problems before final.jsonl's)."""
+    tables = native_load.read_tables(history_path, final_path if final_path.is_file() else None)
+    partitions: dict[PartitionKey, PartitionHistory] = {}
+    if tables.history is not None:
+        resets = tables.resets()
+        history = tables.history_counts()
+    else:
+        partitions, resets, history = _read_history(history_path, problems)
+    final_log = None
+    final_lines = None
+    if tables.final is not None:
+        final_lines = tables.final.lines
+    elif final_path.is_file():
+        final_log = read_final(final_path, problems)
+        final_lines = final_log.lines
+    builder = native_load.PartitionBuilder(tables, resets, final_log)
+    if tables.history is not None:
+        return partitions, resets, history, final_lines, builder
+    # The history was read in Python: what the builder makes is final.jsonl's part.
+    for key in builder.keys():
+        ph = partitions.get(key)
+        if ph is None:
+            ph = partitions[key] = PartitionHistory(key[0], key[1])
+        built = builder.build(key)
+        ph.final, ph.final_complete = built.final, built.final_complete
+        ph.replicas, ph.replica_states = built.replicas, built.replica_states
+    for ph in partitions.values():
+        ph.resets = list(resets)
+    return partitions, resets, history, final_lines, None
+
+
+def _stub(key: PartitionKey, builder: native_load.PartitionBuilder) -> PartitionHistory:
+    """`verdict_stub` of the partition `builder` would build."""
+    has_final, complete = builder.final_state(key)
+    return PartitionHistory(key[0], key[1], final=[] if has_final else None, final_complete=complete)
+
+
+def _read_in_python(history_path: Path, final_path: Path, problems: Problems, parallel: bool
+                    ) -> _Read:
+    """Both files by the Python readers; with `parallel`, a large final.jsonl
+    in a forked process while this one reads the history."""
+    final_reader = None
+    if (parallel and final_path.is_file() and final_path.stat().st_size >= FORK_MIN_BYTES
+            and can_fork()):
+        final_reader = Forked(f"the process reading {final_path}", _read_final_elsewhere,
+                              final_path)
+    try:
+        partitions, resets, history = _read_history(history_path, problems)
+        final = None
+        if final_reader is not None:
+            final, found = final_reader.result()
+            _add_problems(problems, found)  # after the history's, as in one process
+        elif final_path.is_file():
+            final = read_final(final_path, problems)
+    finally:
+        if final_reader is not None:
+            final_reader.stop()  # a no-op once its result is in
+    attach_final(partitions, final)
+    return partitions, resets, history, None if final is None else final.lines, None
+
+
+def _read_history(path: Path, problems: Problems
+                  ) -> tuple[dict[PartitionKey, PartitionHistory], list[Reset], HistoryCounts]:
+    """history.jsonl by the fast path, or the exact reader when it gives up."""
+    fast = read_grouped(path)
+    if fast is not None:
+        return fast
+    # Something to report: the exact reader says what, with line and field.
+    reader = HistoryReader(path, problems)
+    partitions, resets = group_operations(reader.operations())
+    return partitions, resets, reader.counts
 
 
 def verdict_stub(ph: PartitionHistory) -> PartitionHistory:
@@ -275,23 +373,15 @@ def group_operations(operations: Iterable[Operation]
 
 
 def attach_final(partitions: dict[PartitionKey, PartitionHistory], final: FinalLog | None) -> None:
-    """Set each partition's final read, its completeness and the replica logs;
-    partitions seen only in final.jsonl are added."""
+    """Set each partition's final read, its completeness and the replica logs
+    (`FinalLog.attach`); partitions seen only in final.jsonl are added."""
     if final is None:
         return
     for key in final.partitions():
         if key not in partitions:
             partitions[key] = PartitionHistory(key[0], key[1])
-    for key, ph in partitions.items():
-        reads = final.reads.get(key)
-        if key in final.read_complete:
-            ph.final = reads if reads is not None else []
-            ph.final_complete = final.read_complete[key]
-        elif reads is not None:
-            ph.final = reads
-            ph.final_complete = True
-        ph.replicas = final.replicas.get(key, {})
-        ph.replica_states = final.replica_states.get(key, {})
+    for ph in partitions.values():
+        final.attach(ph)
 
 
 def fresh_copy(ph: PartitionHistory) -> PartitionHistory:

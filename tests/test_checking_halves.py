@@ -14,7 +14,7 @@ import os
 import pytest
 
 from checkers.check import OFFSETS_HALF, READS_HALF, check_half, check_partition, join_halves
-from checkers.partition import PartitionHistory
+from checkers.partition import CheckOptions, PartitionHistory
 from harness import checking
 from harness.checking import _shares, check_run, worker_cpus
 from harness.loading import load_run
@@ -43,13 +43,12 @@ def test_two_halves_join_into_the_whole_report(tmp_path, base_run, name):
 
 def test_a_bad_half_is_refused():
     with pytest.raises(ValueError, match="half must be one of"):
-        check_half(PartitionHistory("fp", 0), checking.CheckOptions(), "polls")
+        check_half(PartitionHistory("fp", 0), CheckOptions(), "polls")
 
 
-def sized(*sizes: int) -> list[PartitionHistory]:
-    """Partitions of these sizes (what _shares reads of them)."""
-    return [PartitionHistory("fp", p, sends=[None] * n)  # type: ignore[list-item]
-            for p, n in enumerate(sizes)]
+def sized(*sizes: int) -> list[int]:
+    """What _shares reads of partitions of these sizes."""
+    return list(sizes)
 
 
 def test_a_partition_is_split_only_when_that_ends_the_work_sooner(monkeypatch):
@@ -93,8 +92,9 @@ def test_split_partitions_give_the_results_of_one_process(tmp_path, monkeypatch)
     monkeypatch.setattr(checking, "FORK_MIN_OPS", 0)
     monkeypatch.setattr(checking, "COPY_MIN_OPS", 0)  # every partition is "large": split
     monkeypatch.setattr(checking, "MAX_WORKERS_PER_JOB", 1)
-    histories = list(load_run(run_dir).partitions.values())
-    assert any(half for share in _shares(histories, 2) for _, half in share)  # 3 on 2: one split
+    run = load_run(run_dir)
+    sizes = [run.partition_size(key) for key in run.partitions]
+    assert any(half for share in _shares(sizes, 2) for _, half in share)  # 3 on 2: one split
     alone = check_run(run_dir, write=False, out=None, jobs=1).results
     forked = check_run(run_dir, write=False, out=None, jobs=2).results
     alone.pop("checked")
@@ -108,8 +108,8 @@ def test_a_worker_per_partition_gives_the_results_of_one_process(tmp_path, monke
         tmp_path / "run")
     monkeypatch.setattr(checking, "FORK_MIN_OPS", 0)
     monkeypatch.setattr(checking, "COPY_MIN_OPS", 0)
-    histories = list(load_run(run_dir).partitions.values())
-    assert len(_shares(histories, 2)) == 3  # 3 on 2: a worker each
+    run = load_run(run_dir)
+    assert len(_shares([run.partition_size(key) for key in run.partitions], 2)) == 3  # a worker each
     alone = check_run(run_dir, write=False, out=None, jobs=1).results
     forked = check_run(run_dir, write=False, out=None, jobs=2).results
     assert alone["valid"] is False and alone["anomaly_counts"]["lost-write"] >= 1
@@ -119,18 +119,20 @@ def test_a_worker_per_partition_gives_the_results_of_one_process(tmp_path, monke
 
 
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity on this platform")
-def test_a_worker_holds_itself_to_its_cpus_and_its_copies_until_it_exits(tmp_path, monkeypatch):
+def test_a_worker_holds_itself_to_its_cpus_and_what_it_built_until_it_exits(tmp_path, monkeypatch):
     monkeypatch.setattr(checking, "COPY_MIN_OPS", 0)
-    run = load_run(generate(GenConfig(seed=14, lines=600)).write(tmp_path / "run"))
-    histories = list(run.partitions.values())
+    run_dir = generate(GenConfig(seed=14, lines=600)).write(tmp_path / "run")
+    run = load_run(run_dir, lazy=True)  # the C reader's: built in the worker; else: copied there
+    keys = list(run.partitions)
+    whole = load_run(run_dir).partitions[keys[0]]
     before = os.sched_getaffinity(0)
     one = min(before)
     held: list = []
     try:  # _work as a worker runs it, here in this process
-        reports = checking._work(histories, [(0, None)], run.options, None, frozenset({one}), held)
+        reports = checking._work(run, keys, [(0, None)], None, frozenset({one}), held)
         assert os.sched_getaffinity(0) == {one}
     finally:
         os.sched_setaffinity(0, before)
-    assert reports == [check_partition(histories[0], run.options)]
-    (copy,) = held  # the copy it checked, still referenced: never freed in the worker
-    assert copy == histories[0] and copy is not histories[0]
+    assert reports == [check_partition(whole, run.options)]
+    (checked,) = held  # what it built or copied and checked, still referenced: never freed there
+    assert checked == whole and checked is not whole

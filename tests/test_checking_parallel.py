@@ -67,18 +67,36 @@ def test_bad_input_found_by_the_loading_process_is_a_usage_error(tmp_path, alway
     assert "search_budget" in capsys.readouterr().err
 
 
-def test_the_loading_process_sends_stubs_and_holds_the_loaded_partitions(tmp_path, always_fork):
+@pytest.mark.parametrize("reader", ["native", "python"])
+def test_the_loading_process_sends_stubs_and_holds_what_it_loaded(tmp_path, always_fork, reader,
+                                                                 monkeypatch):
     # Run here (not forked), to look at both: what goes back is what the verdict
-    # reads; the loaded partitions stay referenced until the process exits.
+    # reads; what was loaded stays referenced until the process exits.
+    from checkers.partition import PartitionHistory
+    from harness import native_load
+    from harness.loading import load_run
+
+    if reader == "python":
+        monkeypatch.setattr(native_load, "available", lambda: False)
+    elif not native_load.available():
+        pytest.skip("the C reader was not compiled")
     run_dir = planted_run(tmp_path, "lost-write/missing", 1)
+    whole = load_run(run_dir)
     held: list = []
     run, reports = checking._load_and_check(run_dir, 2, held)
-    (loaded,) = held
-    assert list(loaded) == list(run.partitions) == [(r.topic, r.partition) for r in reports]
-    assert all(ph.sends and ph.final for ph in loaded.values())
+    assert list(run.partitions) == list(whole.partitions) == [(r.topic, r.partition) for r in reports]
     assert all(not ph.sends and not ph.polls and ph.final == [] for ph in run.partitions.values())
     assert [ph.final_complete for ph in run.partitions.values()] == [
-        ph.final_complete for ph in loaded.values()]
+        ph.final_complete for ph in whole.partitions.values()]
+    assert run.builder is None  # the C reader's tables stay in the loading process
+    if reader == "native":  # the partitions were built by the workers; the tables stay here
+        assert not any(isinstance(x, PartitionHistory) for x in held)
+        (builder,) = [x for x in held if isinstance(x, native_load.PartitionBuilder)]
+        assert [builder.build(key) for key in run.partitions] == list(whole.partitions.values())
+    else:
+        (loaded,) = held
+        assert loaded == whole.partitions
+        assert all(ph.sends and ph.final for ph in loaded.values())
 
 
 @pytest.mark.parametrize("name,seed", [("unseen", 5), ("lost-write/missing", 6)])

@@ -1,0 +1,346 @@
+"""The C reader (harness._native, harness/native_load.py) against the Python
+readers: on valid runs, load_run gives the very same LoadedRun with and
+without it (partitions, resets, counts, final reads); on any mutated file it
+either gives up on that file (the Python readers then read it and report
+what is wrong) or gives exactly what the exact reader gives while that
+reports no problem at all. So what reaches the checkers, and every message
+about bad input, stays the Python readers'.
+
+Fast: a few synthetic runs, crafted lines, 40 mutated files per reader and
+60 histories with offsets far apart. Slow (`-m slow`): 600 mutated files per reader.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+from pathlib import Path
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from harness import native_load
+from harness.final_log import FinalLog
+from harness.loading import load_run, verdict_stub
+from tests.synth.generate import GenConfig, generate_to_dir
+from tests.test_input_fuzz import LINES, mutation
+from tests.test_loading_fast import exact_final, exact_history, silent
+
+pytestmark = pytest.mark.skipif(not native_load.available() and not os.environ.get("CI"),
+                                reason="the C reader was not compiled (no C compiler at install)")
+
+SETTINGS = settings(max_examples=40, deadline=None, database=None,
+                    suppress_health_check=list(HealthCheck))
+COUNTER = itertools.count()
+
+
+def test_the_c_reader_is_compiled():
+    """Under CI (where this module is never skipped) the install must have built it."""
+    assert native_load.available()
+
+
+def python_only(monkeypatch):
+    monkeypatch.setattr(native_load, "available", lambda: False)
+
+
+def native_history(path: Path):
+    """What the C reader makes of a history.jsonl alone: (partitions, resets,
+    counts) as the exact reader groups them, or None where it gives up."""
+    tables = native_load.NativeTables(*native_load._native.read_history(str(path)), None, None)
+    if tables.history is None:
+        return None
+    resets = tables.resets()
+    builder = native_load.PartitionBuilder(tables, resets)
+    partitions = {}
+    for key in builder.keys():
+        ph = builder.build(key)
+        ph.resets = []  # as group_operations leaves them
+        partitions[key] = ph
+    return partitions, resets, tables.history_counts()
+
+
+def native_final(path: Path) -> FinalLog | None:
+    """What the C reader makes of a final.jsonl alone, as a FinalLog, or None."""
+    table, _ = native_load._native.read_final(str(path))
+    if table is None:
+        return None
+    tables = native_load.NativeTables(None, None, table, None)
+    builder = native_load.PartitionBuilder(tables, [])
+    log = FinalLog(lines=table.lines)
+    for key, (has_reads, complete, _) in zip(table.keys(), table.reads()):
+        ph = builder.build(key)
+        if has_reads:
+            log.reads[key] = ph.final
+        if complete is not None:
+            log.read_complete[key] = complete
+        if ph.replicas:
+            log.replicas[key] = ph.replicas
+        if ph.replica_states:
+            log.replica_states[key] = ph.replica_states
+    return log
+
+
+@pytest.mark.parametrize("config", [
+    GenConfig(seed=3, lines=1500),
+    GenConfig(seed=4, lines=1500, idempotent=False, p_crash=0.05, p_reassign=0.05, dangling=True),
+    GenConfig(seed=5, lines=800, partitions=1, producers=3, consumers=3, stale_follower=True,
+              uncommitted_tail=True, lagging_follower=True),
+    GenConfig(seed=8, lines=2000, partitions=4, idempotent=False, p_crash=0.02),
+], ids=["default", "crashes-dangling", "one-partition", "four-partitions"])
+def test_valid_runs_load_the_same_with_and_without_the_c_reader(tmp_path, monkeypatch, config):
+    generate_to_dir(tmp_path, config)
+    native = load_run(tmp_path)
+    assert native.fresh and native.builder is None
+    with monkeypatch.context() as m:
+        python_only(m)
+        python = load_run(tmp_path)
+    assert not python.fresh
+    assert native.partitions == python.partitions
+    assert list(native.partitions) == list(python.partitions)
+    assert native.counts == python.counts
+    assert native.final_present and not native.errors and not native.warnings
+
+
+def test_a_lazy_load_builds_each_partition_as_an_eager_one_and_stubs_what_the_verdict_reads(tmp_path):
+    generate_to_dir(tmp_path, GenConfig(seed=10, lines=1200, dangling=True))
+    eager = load_run(tmp_path)
+    lazy = load_run(tmp_path, lazy=True)
+    assert lazy.builder is not None and list(lazy.partitions) == list(eager.partitions)
+    for key, ph in eager.partitions.items():
+        assert lazy.partitions[key] == verdict_stub(ph)
+        assert lazy.partition(key) == ph and lazy.partition(key) is not ph
+        assert lazy.partition_size(key) == eager.partition_size(key)
+    assert lazy.counts == eager.counts
+
+
+def test_the_final_reads_records_are_shared_with_the_polls_and_each_value_is_one_string(tmp_path):
+    generate_to_dir(tmp_path, GenConfig(seed=6, lines=1500))
+    for ph in load_run(tmp_path).partitions.values():
+        final = {record: record for record in ph.final}
+        polled = [record for poll in ph.polls for record in poll.records]
+        assert polled and all(final.get(r, r) is r for r in polled)  # the final's own object
+        by_value = {v: v for _, v in ph.final}
+        acked = [s for s in ph.sends if s.offset is not None and (s.offset, s.value) in final]
+        assert acked and all(by_value[s.value] is s.value for s in acked)
+
+
+def run_of(tmp_path: Path, history: list[bytes], final: list[bytes] | None = None) -> Path:
+    (tmp_path / "history.jsonl").write_bytes(b"".join(history))
+    if final is not None:
+        (tmp_path / "final.jsonl").write_bytes(b"".join(final))
+    return tmp_path
+
+
+def line(**fields) -> bytes:
+    return orjson.dumps(fields) + b"\n"
+
+
+SEND = {"topic": "fp", "partition": 0, "value": "0-1"}
+
+
+def test_escapes_whitespace_and_field_order_are_read_natively(tmp_path, monkeypatch):
+    history = [
+        b'{ "value" : {"value":"0-1", "partition":0 ,"topic":"fp"}, "f":"send", "type":"invoke",'
+        b' "process":0, "time":5, "index":0 ,"extra":{"a":[1,2.5,true,false,null,"x"]} }\r\n',
+        b'{"index":1,"time":9,"process":0,"type":"info","f":"send","value":{"topic":"fp",'
+        b'"partition":0,"value":"0-1"},"error":"KafkaError{str=\\"Broker: \\u0041 \\\\ \\/ \\t\\"}"}\n',
+        line(index=2, time=10, process="nemesis", type="info", f="kill", value={"nodes": ["n1"], "x": -0.5}),
+    ]
+    final = [line(kind="read", topic="fp", partition=0, offset=0, value="0-1", leader_epoch=None,
+                  extra=[{"deep": [[]]}]),
+             line(kind="read-state", topic="fp", partition=0, complete=True)]
+    run_dir = run_of(tmp_path, history, final)
+    tables = native_load.read_tables(run_dir / "history.jsonl", run_dir / "final.jsonl")
+    assert tables.history is not None and tables.final is not None, (tables.history_why, tables.final_why)
+    native = load_run(run_dir)
+    python_only(monkeypatch)
+    python = load_run(run_dir)
+    assert native.partitions == python.partitions and native.counts == python.counts
+    (send,) = native.partitions[("fp", 0)].sends
+    assert send.error == 'KafkaError{str="Broker: A \\ / \t"}' and send.outcome == "info"
+
+
+def test_operations_never_completed_are_info_as_the_python_readers_make_them(tmp_path, monkeypatch):
+    """A history cut off at the end (the harness died): a poll, an assign, a
+    crash and a send of four processes still pending."""
+    assign = {"partitions": [["fp", 0], ["fp", 1]], "from": "beginning"}
+    record = {"topic": "fp", "partition": 0, "offset": 0, "value": "0-1", "leader_epoch": 1}
+    history = [
+        line(index=0, time=0, process=5, type="invoke", f="assign", value=assign),
+        line(index=1, time=1, process=5, type="ok", f="assign", value=assign),
+        line(index=2, time=2, process=0, type="invoke", f="send", value=SEND),
+        line(index=3, time=3, process=0, type="ok", f="send", value={**SEND, "offset": 0, "leader_epoch": 1}),
+        line(index=4, time=4, process=5, type="invoke", f="poll", value=None),
+        line(index=5, time=5, process=5, type="ok", f="poll", value={"records": [record]}),
+        line(index=6, time=6, process=5, type="invoke", f="poll", value=None),
+        line(index=7, time=7, process=6, type="invoke", f="assign", value=assign),
+        line(index=8, time=8, process=7, type="invoke", f="crash", value=None),
+        line(index=9, time=9, process=0, type="invoke", f="send", value={**SEND, "value": "0-2"}),
+    ]
+    run_dir = run_of(tmp_path, history)
+    native = load_run(run_dir)
+    assert native.fresh
+    python_only(monkeypatch)
+    python = load_run(run_dir)
+    assert native.partitions == python.partitions and native.counts == python.counts
+    polls = native.partitions[("fp", 1)].polls
+    assert [(p.invoke_index, p.outcome, p.complete_index) for p in polls] == [(4, "ok", 5), (6, "info", None)]
+    assert [(r.process, r.f) for r in native.partitions[("fp", 0)].resets] == [(5, "assign"), (6, "assign"),
+                                                                               (7, "crash")]
+
+
+@pytest.mark.parametrize("history, why", [
+    ([line(index=0, time=1, process=0, type="invoke", f="send", value={**SEND, "value": "é"})],
+     "bytes beyond ASCII"),
+    ([b'{"index":0,"time":1,"process":0,"type":"invoke","f":"send","value":{"topic":"fp",'
+      b'"partition":0,"value":"\\u00e9"}}\n'], "an escape beyond ASCII"),
+    ([b'{"index":0,"time":1,"process":"nemesis","type":"info","f":"kill","value":{"x":1e3}}\n'],
+     "a number with an exponent"),
+    ([b'{"index":0,"time":9223372036854775808,"process":0,"type":"invoke","f":"poll"}\n'],
+     "an integer beyond 64 bits"),
+    ([b'{"index":0,"time":1.0,"process":0,"type":"invoke","f":"poll"}\n'], "a float for an integer"),
+    ([b'{"index":0,"index":0,"time":1,"process":0,"type":"invoke","f":"poll"}\n'], "a field twice"),
+    ([b'{"ind\\u0065x":0,"time":1,"process":0,"type":"invoke","f":"poll"}\n'], "an escaped key"),
+    ([line(index=0, time=1, process=0, type="invoke", f="fetch")], "an unknown client f"),
+    ([line(index=1, time=1, process=0, type="invoke", f="poll")], "an index that is not the line"),
+    ([line(index=0, time=1, process=0, type="invoke", f="poll")[:-1]], "a torn last line"),
+    ([line(index=0, time=1, process=0, type="ok", f="poll", value={"records": []})],
+     "a completion without its invoke"),
+    ([line(index=0, time=1, process=0, type="invoke", f="send", value=SEND),
+      line(index=1, time=2, process=0, type="ok", f="send", value={**SEND, "value": "0-2", "offset": 0})],
+     "a completion unlike its invoke"),
+    ([b"\n"], "an empty line"),
+])
+def test_what_the_c_reader_is_not_sure_of_goes_to_the_python_readers(tmp_path, monkeypatch, history, why):
+    run_dir = run_of(tmp_path, history)
+    table, reason = native_load._native.read_history(str(run_dir / "history.jsonl"))
+    assert table is None and reason.startswith("line "), why
+    native = load_run(run_dir)  # the Python readers read it, and say what they say
+    assert not native.fresh
+    python_only(monkeypatch)
+    python = load_run(run_dir)
+    assert native.partitions == python.partitions and native.counts == python.counts
+    assert native.errors == python.errors and native.warnings == python.warnings
+
+
+@pytest.mark.parametrize("final, why", [
+    ([line(kind="read", topic="fp", partition=0, offset=0, value="0-1", epochs=None)], "epochs null"),
+    ([line(kind="read", topic="fp", partition=0, value="0-1")], "a read without its offset"),
+    ([line(kind="replica", topic="fp", partition=0, offset=0, value="0-1")], "a replica without its node"),
+    ([line(kind="snapshot", topic="fp", partition=0)], "an unknown kind"),
+    ([line(kind="read-state", topic="fp", partition=0, complete=1)], "complete not a boolean"),
+])
+def test_a_final_log_the_c_reader_is_not_sure_of_goes_to_the_python_reader(tmp_path, monkeypatch,
+                                                                           final, why):
+    history = [line(index=0, time=1, process=0, type="invoke", f="send", value=SEND)]
+    run_dir = run_of(tmp_path, history, final)
+    tables = native_load.read_tables(run_dir / "history.jsonl", run_dir / "final.jsonl")
+    assert tables.history is not None and tables.final is None and tables.final_why, why
+    native = load_run(run_dir)
+    assert native.fresh  # the history is still the C reader's
+    python_only(monkeypatch)
+    python = load_run(run_dir)
+    assert native.partitions == python.partitions and native.counts == python.counts
+    assert native.errors == python.errors and native.warnings == python.warnings
+
+
+def test_a_file_it_cannot_read_is_left_to_the_python_readers(tmp_path):
+    (tmp_path / "history.jsonl").mkdir()
+    table, why = native_load._native.read_history(str(tmp_path / "history.jsonl"))
+    assert table is None and "cannot read it" in why
+    table, why = native_load._native.read_final(str(tmp_path / "absent.jsonl"))
+    assert table is None and "No such file" in why
+
+
+def test_an_empty_history_is_an_empty_table(tmp_path):
+    (tmp_path / "history.jsonl").write_bytes(b"")
+    partitions, resets, counts = native_history(tmp_path / "history.jsonl")
+    assert partitions == {} and resets == [] and counts.lines == 0 and counts.ops == 0
+
+
+def history_gives_up_or_agrees(directory: Path, lines: list[bytes]) -> None:
+    path = directory / f"history-{next(COUNTER)}.jsonl"
+    path.write_bytes(b"".join(lines))
+    native = native_history(path)
+    exact, problems = exact_history(path)
+    if native is not None:
+        assert silent(problems)
+        assert native[0] == exact[0] and native[1] == exact[1] and native[2] == exact[2]
+
+
+def final_gives_up_or_agrees(directory: Path, lines: list[bytes]) -> None:
+    path = directory / f"final-{next(COUNTER)}.jsonl"
+    path.write_bytes(b"".join(lines))
+    native = native_final(path)
+    exact, problems = exact_final(path)
+    if native is not None:
+        assert silent(problems)
+        assert native == exact
+
+
+@SETTINGS
+@given(st.data())
+def test_mutated_histories_give_up_or_agree_with_the_exact_reader(tmp_path_factory, data):
+    history_gives_up_or_agrees(tmp_path_factory.mktemp("h"), data.draw(mutation(LINES["history.jsonl"])))
+
+
+@SETTINGS
+@given(st.data())
+def test_mutated_final_logs_give_up_or_agree_with_the_exact_reader(tmp_path_factory, data):
+    final_gives_up_or_agrees(tmp_path_factory.mktemp("f"), data.draw(mutation(LINES["final.jsonl"])))
+
+
+@pytest.mark.slow
+@settings(SETTINGS, max_examples=600)
+@given(st.data())
+def test_many_mutated_histories_give_up_or_agree_with_the_exact_reader(tmp_path_factory, data):
+    history_gives_up_or_agrees(tmp_path_factory.mktemp("h"), data.draw(mutation(LINES["history.jsonl"])))
+
+
+@pytest.mark.slow
+@settings(SETTINGS, max_examples=600)
+@given(st.data())
+def test_many_mutated_final_logs_give_up_or_agree_with_the_exact_reader(tmp_path_factory, data):
+    final_gives_up_or_agrees(tmp_path_factory.mktemp("f"), data.draw(mutation(LINES["final.jsonl"])))
+
+
+offsets = st.one_of(st.integers(0, 40), st.integers(60_000, 70_000), st.integers(-5, -1),
+                    st.integers(2**40, 2**40 + 3), st.integers(2**62, 2**63 - 1))
+
+
+@settings(max_examples=60, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(st.tuples(offsets, st.sampled_from(["a", "b", "c"])), min_size=1, max_size=60),
+       st.integers(1, 8))
+def test_records_at_any_offsets_are_grouped_as_the_exact_reader_groups_them(tmp_path_factory, records,
+                                                                            per_poll):
+    """Offsets near and far, repeated, negative, in any order (a log read by
+    index, else by hash) and several values at one offset."""
+    history = [line(index=0, time=0, process=1, type="invoke", f="assign",
+                    value={"partitions": [["fp", 0]], "from": "beginning"}),
+               line(index=1, time=1, process=1, type="ok", f="assign",
+                    value={"partitions": [["fp", 0]], "from": "beginning"})]
+    final = []
+    for start in range(0, len(records), per_poll):
+        chunk = [{"topic": "fp", "partition": 0, "offset": o, "value": v, "leader_epoch": 1}
+                 for o, v in records[start:start + per_poll]]
+        i = len(history)
+        history.append(line(index=i, time=i, process=1, type="invoke", f="poll", value=None))
+        history.append(line(index=i + 1, time=i + 1, process=1, type="ok", f="poll", value={"records": chunk}))
+    for o, v in reversed(records):
+        final.append(line(kind="read", topic="fp", partition=0, offset=o, value=v))
+        final.append(line(kind="replica", node="n1", topic="fp", partition=0, offset=o, value=v))
+    run_dir = tmp_path_factory.mktemp("far")
+    run_of(run_dir, history, final)
+    native = native_history(run_dir / "history.jsonl")
+    exact, problems = exact_history(run_dir / "history.jsonl")
+    assert silent(problems) and native is not None
+    assert native[0] == exact[0] and native[2] == exact[2]
+    assert native_final(run_dir / "final.jsonl") == exact_final(run_dir / "final.jsonl")[0]
+    # Each distinct record is one object, the final read's, wherever it was found.
+    ph = load_run(run_dir).partitions[("fp", 0)]
+    final = {}
+    for record in ph.final:
+        assert final.setdefault(record, record) is record
+    assert all(final[r] is r for poll in ph.polls for r in poll.records)
+    assert all(final[r] is r for r in ph.replicas["n1"])
