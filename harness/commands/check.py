@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from importlib.util import find_spec
 from pathlib import Path
 
 NAME = "check"
@@ -19,6 +20,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="CPUs that read and check the run side by side, one worker process "
                              "each, or one per partition sharing N CPUs where that ends sooner "
                              "(default: one per CPU; 1: all in this process)")
+    parser.epilog = _READERS if find_spec("harness._native") else _NO_C_READER
+
+
+_READERS = ("history.jsonl and final.jsonl are read by the C reader (harness._native); a file it "
+            "is not sure of (anything unusual) by the Python readers, which report what is wrong")
+_NO_C_READER = ("history.jsonl and final.jsonl are read by the Python readers: the C reader "
+                "(harness._native) was not built, for want of a C compiler when fencepost was "
+                "installed; install one and `pip install -e .` again for a check several times "
+                "faster")
 
 
 def _positive(text: str) -> int:
