@@ -7,12 +7,13 @@ p_reassign=0.001, p_crash=0.001)`: consumers that mostly read on from where
 they are, as two real consumers would), generated once into --dir.
 
 Each stage runs in a fresh process, with --jobs N and with --jobs 1:
-  parse   load_run: history.jsonl and final.jsonl into the checkers' input
-          (final.jsonl read in a second process when jobs > 1)
+  parse   load_run: history.jsonl and final.jsonl into the checkers' input,
+          every partition built (the C reader reads both files at once)
   check   check_run, as `fencepost check --no-write` does it: parse, every
           check of every partition, the verdict, results.json's document
           (jobs > 1: the run loaded in a forked process, which forks one
-          worker per partition, 3 on 2 CPUs, and exits without freeing)
+          worker per partition, 3 on 2 CPUs, each building its partition,
+          and exits without freeing)
 Wall-clock is the headline (what a user waits for: from the start of the
 stage to its end, the freeing of the loaded run included), CPU time of the
 process tree beside it. Memory, from one more run of each stage: the peak of
@@ -23,58 +24,54 @@ RSS of the stage process and of its largest child (RSS counts the pages a
 child shares with its parent in both).
 
 Measured on the 2-CPU development machine, 1M lines (its speed varied by up
-to 1.4x within minutes: old and new code were run in alternation).
+to 1.7x within the hour: old and new code were run in alternation).
   2026-11-21 (a220a50), alone: jobs 2 parse 4.3, check 7.7 s (130k ops/s).
-  2026-11-22 morning (d45c734): jobs 2 parse 2.9-3.8, check 6.0-6.7 s
-    (149k-166k ops/s); peak PSS 1.22 GiB.
-  2026-11-22 midday (735dba6): jobs 2 parse 2.7-3.0, check 5.4-6.1 s
-    (163k-187k ops/s), jobs 1 check 9.0-11.1 s; peak PSS 1.5 GiB.
-  2026-11-22 afternoon: jobs 2 parse 2.9-3.1, check 5.38-5.62 s best of 3
-    (178k-186k ops/s; a slow hour), best single run 5.03 s (198.8k ops/s);
-    jobs 1 check 9.0-9.4 s; peak PSS 1.5 GiB; in 8 alternating pairs of
-    single runs (jobs 2) faster than 735dba6 in all 8, median ratio 0.90.
-    (Before the first round of work: check 37 s, jobs 1 only.)
-  2026-11-22 later, a fresh machine about 1.7x slower (fast test set 2:21-2:49
-    instead of 1:35): jobs 2 parse 4.86, check 9.88 s (101k ops/s; CPU 17.4 s
-    against 12.0 s with jobs 1); `unseen` then built the details of only the
-    anomalies results.json shows: faster in 5 of 5 alternating pairs, median 0.97.
+  2026-11-22 (the Python readers, best of the day, 8f46a97's design): jobs 2
+    parse 2.9-3.1, check 5.0-5.6 s (179k-199k ops/s), peak PSS 1.5 GiB; on a
+    slower machine of the same kind: parse 4.9, check 9.9 s (101k ops/s).
+  2026-11-25 (the C reader, harness/native/): in a quiet hour jobs 2 parse
+    1.40, check 3.25 s (308k ops/s), check/parse 2.32, peak PSS 918 MiB;
+    jobs 1 parse 1.38, check 5.34 s (187k ops/s). In a slow hour, three
+    alternations with 8f46a97 (the code before it) on the same file:
+      jobs 2 check: 5.69 / 5.10 / 5.31 s (176k-196k ops/s) against
+        8.96 / 10.82 / 9.17 s: ratios 0.64, 0.47, 0.58;
+      jobs 1 check: 8.87 / 9.36 / 8.27 s against 15.22 / 17.43 / 13.98 s:
+        ratios 0.58, 0.54, 0.59;
+      parse (jobs 2): 1.56-2.29 s against 4.84-6.54 s;
+      peak PSS (jobs 2): 903-948 MiB against 1,416-1,444 MiB.
 
-Where the time goes with jobs 2: the run is loaded and checked in a forked
-process (which, like its workers, keeps what it built referenced until it
-exits: freeing it object by object took 0.4 s there, 0.05-0.07 s in each
-worker). There,
-history.jsonl is read by the fast path (harness/fast_history.py: msgspec
-decodes each line into typed structs in C, a Python loop pairs and groups
-into Send and Poll Structs) in about 2.5 s on one CPU, while final.jsonl is
-read on the other (harness/fast_final.py, 1.1 s, pickled back in 0.2 s,
-unpickled in 0.1 s); then one worker per partition, three sharing the two
-CPUs, copies its partition (0.45-0.55 s) and checks it (1.0-1.2 s). Checking
-one partition in two halves on the two CPUs instead (the plan when workers
-may not outnumber jobs) costs more: each half copies the partition and builds
-its observations again. (The old reader: 3.5 s for history.jsonl alone.)
+Where the time goes with jobs 2 (quiet hour): the run is loaded in a
+forked process, where the C reader reads history.jsonl (0.76 s) and, on a
+second thread at the same time, final.jsonl (0.33 s) into tables of C
+records, without the GIL and without a Python object per line. That process
+then forks one worker per partition (3 sharing the 2 CPUs); each builds its
+own partition's objects from the tables (0.15 s: each value string and each
+record made once, the final read's records shared with the polls that
+returned them, all of one partition lying together in memory, so no copy is
+needed) and checks it (1.3 s alone: observe 0.39, offset checks 0.33-0.45,
+poll order 0.11, unseen 0.18, the linearizability witness 0.24). The checks,
+in Python, are now three quarters of the CPU time; so check/parse (which the
+reader made smaller by making the parse 4x faster) is 2.3-3.3 with jobs 2 and
+3.6-4.5 with jobs 1.
 
-Also tried on 2026-11-22 and not kept: poll records not shared between polls
-in the fast reader (a lookup per record saved, 0.3 s of the load on its own):
-no faster in the whole check, and peak PSS 2.2-2.3 GiB, over the 2 GiB limit.
+What the Python readers measured before the C reader (they still read any
+file the C reader gives up on): history.jsonl by msgspec plus a Python loop
+per line, 2.5 s on one CPU; final.jsonl 1.1 s; each partition copied into
+fresh memory (0.45-0.55 s) before its check, as the loaded objects lay
+scattered over the heap. Tried then and not kept (README "Benchmarks"):
+workers that each read their own partitions (10.2-11.0 s against 8.1-8.5 s),
+history.jsonl read in two processes (no faster: two busy processes on these
+two vCPUs each run 30-40% slower than one alone), partitions loaded as packed
+columns (0.43-0.54 s against 0.51-0.71 s for the copy), lines read in 1 MiB
+chunks (median 1.04 of the old time), poll records not shared (peak PSS over
+2 GiB).
 
-Tried on 2026-11-22 and measured slower, so not kept: workers forked before
-the load that each read both files but build only the partitions they check
-(a plan drawn from the first 4 MiB of the history; every line still decoded
-and judged by each). Side by side, --jobs 2, beside a test run: 10.2-11.0 s
-against 8.1-8.5 s for the code here. Per worker: history.jsonl 2.2 s with a
-third of the partitions left out, final.jsonl 1.0 s (decoding is most of
-both, and each worker decodes everything), and its partitions, built
-interleaved, checked in 2.1 s as built or 0.5 s copy + 1.15 s check.
-
-Tried later on 2026-11-22, not kept (README "Benchmarks" has the figures):
-history.jsonl read in two processes (the tail sent back as msgpack and
-joined): two processes on these two vCPUs each run 30-40% slower than one
-alone, and the tail's encoding, sending, decoding and joining cost 0.7 s, so
-no faster; partitions loaded as packed columns and built by each worker
-instead of copied: 0.43-0.54 s against 0.51-0.71 s; lines read in 1 MiB
-chunks with the UTF-8 check per chunk: median 1.04 of the old time.
+Each stage also runs with the Python readers (the C reader switched off, as
+on a machine without a C compiler), in alternation with the C reader's, and
+the ratio of the two checks is printed (--no-python-readers leaves them out).
 
 Usage: python bench/check_bench.py [--dir DIR] [--jobs N] [--lines N] [--seed S] [--repeat R]
+                                   [--no-python-readers]
 """
 from __future__ import annotations
 
@@ -90,6 +87,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+# Prepended to a stage to measure the Python readers (as without the C reader).
+PYTHON_READERS = ("from harness import native_load\n"
+                  "native_load.available = lambda: False\n")
 
 STAGE_CODE = {
     "parse": "from harness.loading import load_run\n"
@@ -126,6 +127,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--repeat", type=int, default=1,
                         help="run each stage this many times; the fastest is shown")
+    parser.add_argument("--no-python-readers", action="store_true",
+                        help="leave out the side-by-side figures of the Python readers")
     args = parser.parse_args()
 
     scratch = None if args.dir else Path(tempfile.mkdtemp(prefix="fencepost-bench-"))
@@ -151,34 +154,44 @@ def _measure(run_dir: Path, args: argparse.Namespace) -> None:
     final_size = (run_dir / "final.jsonl").stat().st_size / 2**20
     print(f"history.jsonl: {lines:,} lines ({size:.0f} MiB); final.jsonl: {final_lines:,} lines "
           f"({final_size:.0f} MiB); {os.cpu_count()} CPUs")
-    print(f"{'jobs':>4} {'stage':<6} {'wall s':>7} {'ops/s':>9} {'CPU s':>6} "
+    print(f"{'jobs':>4} {'stage':<22} {'wall s':>7} {'ops/s':>9} {'CPU s':>6} "
           f"{'peak PSS':>9} {'RSS main':>9} {'RSS child':>10}")
+    readers = [False] if args.no_python_readers else [False, True]
     for jobs in dict.fromkeys((args.jobs, 1)):
-        figures = {stage: _best(run_dir, stage, jobs, args.repeat) for stage in STAGE_CODE}
-        for stage, f in figures.items():
+        # The stages with the C reader and with the Python readers, in alternation.
+        figures = {(stage, python): _best(run_dir, stage, jobs, args.repeat, python)
+                   for stage in STAGE_CODE for python in readers}
+        for (stage, python), f in figures.items():
             if f is None:
                 continue
-            print(f"{jobs:>4} {stage:<6} {f['seconds']:>7.2f} {f['ops'] / f['seconds']:>9,.0f} "
+            name = f"{stage}{' (Python readers)' if python else ''}"
+            print(f"{jobs:>4} {name:<22} {f['seconds']:>7.2f} {f['ops'] / f['seconds']:>9,.0f} "
                   f"{f['cpu']:>6.2f} {f['pss_mb']:>5.0f} MiB {f['rss_mb']:>5.0f} MiB "
                   f"{f['child_rss_mb']:>6.0f} MiB")
-        if all(figures.values()):
-            ratio = figures["check"]["seconds"] / figures["parse"]["seconds"]
-            print(f"{jobs:>4} check/parse = {ratio:.2f} (wall)")
+        for python in readers:
+            parse, check = figures[("parse", python)], figures[("check", python)]
+            if parse and check:
+                which = " (Python readers)" if python else ""
+                print(f"{jobs:>4} check/parse{which} = {check['seconds'] / parse['seconds']:.2f} (wall)")
+        if len(readers) == 2 and figures[("check", False)] and figures[("check", True)]:
+            ratio = figures[("check", False)]["seconds"] / figures[("check", True)]["seconds"]
+            print(f"{jobs:>4} check, C reader / Python readers = {ratio:.2f} (wall)")
 
 
-def _best(run_dir: Path, stage: str, jobs: int, repeat: int) -> dict | None:
-    runs = [_run_stage(run_dir, stage, jobs, sample=False) for _ in range(repeat)]
+def _best(run_dir: Path, stage: str, jobs: int, repeat: int, python: bool) -> dict | None:
+    runs = [_run_stage(run_dir, stage, jobs, python, sample=False) for _ in range(repeat)]
     done = [r for r in runs if r is not None]
     if not done:
         return None
     best = min(done, key=lambda r: r["seconds"])
-    sampled = _run_stage(run_dir, stage, jobs, sample=True)
+    sampled = _run_stage(run_dir, stage, jobs, python, sample=True)
     best["pss_mb"] = sampled["pss_mb"] if sampled else float("nan")
     return best
 
 
-def _run_stage(run_dir: Path, stage: str, jobs: int, sample: bool) -> dict | None:
-    code = RUNNER.format(root=str(ROOT), run=str(run_dir), jobs=jobs, code=STAGE_CODE[stage])
+def _run_stage(run_dir: Path, stage: str, jobs: int, python: bool, sample: bool) -> dict | None:
+    code = RUNNER.format(root=str(ROOT), run=str(run_dir), jobs=jobs,
+                         code=(PYTHON_READERS if python else "") + STAGE_CODE[stage])
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         process = subprocess.Popen([sys.executable, "-c", code], stdout=out, stderr=err)
         peak_pss = 0
