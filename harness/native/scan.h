@@ -77,9 +77,13 @@ static inline int scan_string(Cursor *c, Span *out) {
         p++;
     }
     if (p >= end) return SCAN_GIVE_UP;
-    /* An escape: copy what came before, then unescape the rest. */
-    size_t most = (size_t)(end - start);
-    char *into = arena_alloc(c->arena, most);
+    /* An escape: find the closing quote (an escaped one does not close), so
+     * that only the string's own length is taken from the arena; then copy
+     * what came before and unescape the rest. */
+    const char *close = p;
+    while (close < end && *close != '"') close += *close == '\\' ? 2 : 1;
+    if (close >= end) return SCAN_GIVE_UP;
+    char *into = arena_alloc(c->arena, (size_t)(close - start));
     if (into == NULL) return SCAN_GIVE_UP;
     size_t n = (size_t)(p - start);
     memcpy(into, start, n);
