@@ -35,12 +35,12 @@ import orjson
 
 from checkers.anomaly import ALL as ALL_ANOMALIES, DEFAULT_INVALID, DUPLICATE
 from checkers.partition import CheckOptions, PartitionHistory, Poll, Reset, Send
+from harness import native_load
 from harness.errors import BadInput, Problems
 from harness.fast_history import read_grouped
 from harness.final_log import FINAL_FILE, FinalLog, read_final
 from harness.forked import Forked, can_fork
 from harness.history import HISTORY_FILE, HistoryCounts, HistoryReader, Operation
-from harness import native_load
 
 TEST_FILE = "test.json"
 RUN_DIR_HELP = (f"a run directory holds {HISTORY_FILE} (the operations), {FINAL_FILE} (the final "
@@ -174,14 +174,14 @@ def _read_natively(history_path: Path, final_path: Path, problems: Problems) -> 
     builder = native_load.PartitionBuilder(tables, resets, final_log)
     if tables.history is not None:
         return partitions, resets, history, final_lines, builder
-    # The history was read in Python: what the builder makes is final.jsonl's part.
+    # The history was read in Python: the builder adds final.jsonl's part.
     for key in builder.keys():
         ph = partitions.get(key)
         if ph is None:
             ph = partitions[key] = PartitionHistory(key[0], key[1])
-        built = builder.build(key)
-        ph.final, ph.final_complete = built.final, built.final_complete
-        ph.replicas, ph.replica_states = built.replicas, built.replica_states
+        builder.attach_final(ph)
+    if final_log is not None:
+        attach_final(partitions, final_log)
     for ph in partitions.values():
         ph.resets = list(resets)
     return partitions, resets, history, final_lines, None

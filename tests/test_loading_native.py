@@ -245,6 +245,20 @@ def test_a_final_log_the_c_reader_is_not_sure_of_goes_to_the_python_reader(tmp_p
     assert native.errors == python.errors and native.warnings == python.warnings
 
 
+def test_a_history_left_to_the_python_readers_gets_the_c_readers_final_log(tmp_path, monkeypatch):
+    generate_to_dir(tmp_path, GenConfig(seed=11, lines=900, partitions=2))
+    with open(tmp_path / "history.jsonl", "ab") as f:  # a torn last line: the Python readers' to report
+        f.write(b'{"index":')
+    tables = native_load.read_tables(tmp_path / "history.jsonl", tmp_path / "final.jsonl")
+    assert tables.history is None and tables.final is not None
+    native = load_run(tmp_path)
+    assert not native.fresh and any("the last line is ignored" in w for w in native.warnings)
+    python_only(monkeypatch)
+    python = load_run(tmp_path)
+    assert native.partitions == python.partitions and native.counts == python.counts
+    assert native.warnings == python.warnings and all(ph.final for ph in native.partitions.values())
+
+
 def test_a_file_it_cannot_read_is_left_to_the_python_readers(tmp_path):
     (tmp_path / "history.jsonl").mkdir()
     table, why = native_load._native.read_history(str(tmp_path / "history.jsonl"))
