@@ -173,7 +173,7 @@ def _checked(run: LoadedRun, key: PartitionKey, held: list[Any] | None) -> Parti
     copy (`fresh_copy`: its objects are scattered over the heap). What was
     built or copied here goes into `held` when given."""
     ph = run.partition(key)
-    if not run.fresh and _size(ph) >= COPY_MIN_OPS:
+    if not run.fresh and run.partition_size(key) >= COPY_MIN_OPS:
         ph = fresh_copy(ph)
     elif run.builder is None:
         return ph
@@ -274,7 +274,8 @@ def _shares(sizes: list[int], jobs: int) -> list[list[Task]]:
     third), whichever ends the work sooner: the smallest large partitions
     checked in two halves by two workers (checkers.check.check_half), or up
     to MAX_WORKERS_PER_JOB * jobs workers, one per partition, sharing `jobs`
-    CPUs (`worker_cpus`). `sizes`: what each partition costs (`_size`)."""
+    CPUs (`worker_cpus`). `sizes`: what each partition costs
+    (`LoadedRun.partition_size`)."""
     n = len(sizes)
     whole: list[tuple[float, Task]] = [(sizes[i], (i, None)) for i in range(n)]
     best = _balanced(whole, jobs)
@@ -321,11 +322,6 @@ def _balanced(tasks: list[tuple[float, Task]], jobs: int) -> tuple[float, list[l
         shares[w].append(task)
         loads[w] += cost
     return max(loads, default=0.0), shares
-
-
-def _size(ph: PartitionHistory) -> int:
-    """What a partition's check costs, roughly: its ops and final records."""
-    return len(ph.sends) + len(ph.polls) + len(ph.final or ())
 
 
 def _work(run: LoadedRun, keys: list[PartitionKey], share: list[Task], keep: int | None,
