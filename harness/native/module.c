@@ -167,46 +167,48 @@ static PyTypeObject FinalType = {
 
 /* --- module functions ---------------------------------------------------------- */
 
-static PyObject *read_history(PyObject *module, PyObject *arg) {
+/* A table object of `type` read from the file at `arg` by `read` (without the
+ * GIL): (table, None), or (None, why) where the reader gave up. The table
+ * lies at `table_at` in the object; its `why` at `why_at` in the table. */
+static PyObject *read_table(PyObject *arg, PyTypeObject *type, int (*read)(void *, const char *),
+                            size_t table_at, size_t why_at) {
     PyObject *path = NULL;
     if (!PyUnicode_FSConverter(arg, &path)) return NULL;
-    HistoryObject *self = PyObject_New(HistoryObject, &HistoryType);
+    PyObject *self = _PyObject_New(type);
     if (self == NULL) {
         Py_DECREF(path);
         return NULL;
     }
+    char *table = (char *)self + table_at;
     int gave_up;
     Py_BEGIN_ALLOW_THREADS
-    gave_up = history_read(&self->table, PyBytes_AS_STRING(path));
+    gave_up = read(table, PyBytes_AS_STRING(path));
     Py_END_ALLOW_THREADS
     Py_DECREF(path);
     if (gave_up) {
-        PyObject *out = Py_BuildValue("(Os)", Py_None, self->table.why);
+        PyObject *out = Py_BuildValue("(Os)", Py_None, table + why_at);
         Py_DECREF(self);
         return out;
     }
-    return Py_BuildValue("(NO)", (PyObject *)self, Py_None);
+    return Py_BuildValue("(NO)", self, Py_None);
+}
+
+static int read_history_table(void *table, const char *path) {
+    return history_read(table, path);
+}
+
+static int read_final_table(void *table, const char *path) {
+    return final_read(table, path);
+}
+
+static PyObject *read_history(PyObject *module, PyObject *arg) {
+    return read_table(arg, &HistoryType, read_history_table, offsetof(HistoryObject, table),
+                      offsetof(HistTable, why));
 }
 
 static PyObject *read_final(PyObject *module, PyObject *arg) {
-    PyObject *path = NULL;
-    if (!PyUnicode_FSConverter(arg, &path)) return NULL;
-    FinalObject *self = PyObject_New(FinalObject, &FinalType);
-    if (self == NULL) {
-        Py_DECREF(path);
-        return NULL;
-    }
-    int gave_up;
-    Py_BEGIN_ALLOW_THREADS
-    gave_up = final_read(&self->table, PyBytes_AS_STRING(path));
-    Py_END_ALLOW_THREADS
-    Py_DECREF(path);
-    if (gave_up) {
-        PyObject *out = Py_BuildValue("(Os)", Py_None, self->table.why);
-        Py_DECREF(self);
-        return out;
-    }
-    return Py_BuildValue("(NO)", (PyObject *)self, Py_None);
+    return read_table(arg, &FinalType, read_final_table, offsetof(FinalObject, table),
+                      offsetof(FinalTable, why));
 }
 
 static PyObject *build(PyObject *module, PyObject *args) {
