@@ -406,39 +406,23 @@ static int finish(Reader *r, int64_t number, Process *proc, int outcome, const L
     if (p->f == F_POLL) {
         size_t groups = r->groups.len;
         r->placed.len = 0;
-        if (groups) {
-            /* Each group's records into its partition, in the order returned. */
-            uint32_t *starts = malloc(groups * sizeof(uint32_t));
-            if (starts == NULL) return out_of_memory(r);
-            for (size_t g = 0; g < groups; g++) {
-                HistPartition *part = &t->partitions.items[r->groups.items[g]];
-                uint32_t count = r->group_counts.items[g];
-                starts[g] = (uint32_t)part->records.len;
-                if (!vec_reserve(&part->records, part->records.len + count)) {
-                    free(starts);
-                    return out_of_memory(r);
-                }
-                part->records.len += count;
-            }
-            uint32_t *next = calloc(groups, sizeof(uint32_t));
-            if (next == NULL) {
-                free(starts);
+        /* Each group's records into its partition, in the order returned:
+         * group_counts becomes each group's next slot. */
+        for (size_t g = 0; g < groups; g++) {
+            HistPartition *part = &t->partitions.items[r->groups.items[g]];
+            uint32_t count = r->group_counts.items[g];
+            if (!vec_reserve(&part->records, part->records.len + count)
+                    || push_poll(r, r->groups.items[g], number, p, outcome, done,
+                                 (uint32_t)part->records.len, count)
+                    || !vec_push(&r->placed, r->groups.items[g]))
                 return out_of_memory(r);
-            }
-            for (size_t i = 0; i < r->scratch_pairs.len; i++) {
-                uint32_t g = r->scratch_groups.items[i];
-                t->partitions.items[r->groups.items[g]].records.items[starts[g] + next[g]++] =
-                    r->scratch_pairs.items[i];
-            }
-            int failed = 0;
-            for (size_t g = 0; g < groups && !failed; g++) {
-                failed = push_poll(r, r->groups.items[g], number, p, outcome, done, starts[g],
-                                   r->group_counts.items[g])
-                         || !vec_push(&r->placed, r->groups.items[g]);
-            }
-            free(starts);
-            free(next);
-            if (failed) return out_of_memory(r);
+            r->group_counts.items[g] = (uint32_t)part->records.len;
+            part->records.len += count;
+        }
+        for (size_t i = 0; i < r->scratch_pairs.len; i++) {
+            uint32_t g = r->scratch_groups.items[i];
+            t->partitions.items[r->groups.items[g]].records.items[r->group_counts.items[g]++] =
+                r->scratch_pairs.items[i];
         }
         if (proc->has_assigned) {
             for (uint32_t k = 0; k < proc->assigned_count; k++) {
