@@ -78,6 +78,17 @@ def read_tables(history_path: Path, final_path: Path | None) -> NativeTables:
     return NativeTables(history, history_why, final[0], final[1])
 
 
+def history_columns(path: Path) -> dict[str, list] | None:
+    """history.jsonl as columns for its Parquet copy (harness/analysis/parquet.py), or None
+    where the C reader leaves it to the Python code (not compiled, or a line not plain)."""
+    return None if _native is None else _native.history_columns(str(path))
+
+
+def final_columns(path: Path) -> dict[str, list] | None:
+    """final.jsonl as columns for its Parquet copy, or None (as history_columns)."""
+    return None if _native is None else _native.final_columns(str(path))
+
+
 class PartitionBuilder:
     """Makes the checker input of one partition at a time from the tables:
     its sends and polls, its final read, replica logs and states (or, where

@@ -7,6 +7,11 @@ value (its JSON text), error. Final columns: kind, node, topic, partition, offse
 leader_epoch, log_end_offset, high_watermark, complete, epochs (its JSON text). A field of
 another type than its column's is null, other fields are left out, and so is a line that is
 not a JSON object (the check reports it).
+
+Files whose every line is plain are read into columns by the C reader (harness._native:
+`history_columns`, `final_columns`), a JSON value's text then as the line has it; any other
+file (and every file without the C reader) by the code below, a value's text then as
+orjson writes it. The texts may differ in spacing and escapes, never in the JSON they hold.
 """
 from __future__ import annotations
 
@@ -16,6 +21,8 @@ from typing import Any
 import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from harness import native_load
 
 HISTORY_SCHEMA = pa.schema([("run_id", pa.string()), ("index", pa.int64()), ("time", pa.int64()),
                             ("process", pa.string()), ("type", pa.string()), ("f", pa.string()),
@@ -28,21 +35,26 @@ FINAL_SCHEMA = pa.schema([("run_id", pa.string()), ("kind", pa.string()), ("node
 
 def copy_history(source: Path, dest: Path, run_id: str) -> int:
     """history.jsonl at `source` as a Parquet file at `dest`; the rows written."""
-    lines = _objects(source)
-    dumps = orjson.dumps
-    columns = {name: [d.get(name) for d in lines] for name in HISTORY_SCHEMA.names[1:]}
-    columns["process"] = [p if p is None or type(p) is str else str(p) if type(p) is int else dumps(p).decode()
-                          for p in columns["process"]]
-    columns["value"] = [None if v is None else dumps(v) for v in columns["value"]]
-    return _write(dest, run_id, HISTORY_SCHEMA, columns, len(lines))
+    columns = native_load.history_columns(source)
+    if columns is None:
+        lines = _objects(source)
+        dumps = orjson.dumps
+        columns = {name: [d.get(name) for d in lines] for name in HISTORY_SCHEMA.names[1:]}
+        columns["process"] = [p if p is None or type(p) is str else str(p) if type(p) is int
+                              else dumps(p).decode() for p in columns["process"]]
+        columns["value"] = [None if v is None else dumps(v).decode() for v in columns["value"]]
+    return _write(dest, run_id, HISTORY_SCHEMA, columns)
 
 
 def copy_final(source: Path, dest: Path, run_id: str) -> int:
     """final.jsonl at `source` as a Parquet file at `dest`; the rows written."""
-    lines = _objects(source)
-    columns = {name: [d.get(name) for d in lines] for name in FINAL_SCHEMA.names[1:]}
-    columns["epochs"] = [None if e is None else orjson.dumps(e) for e in columns["epochs"]]
-    return _write(dest, run_id, FINAL_SCHEMA, columns, len(lines))
+    columns = native_load.final_columns(source)
+    if columns is None:
+        lines = _objects(source)
+        columns = {name: [d.get(name) for d in lines] for name in FINAL_SCHEMA.names[1:]}
+        columns["epochs"] = [None if e is None else orjson.dumps(e).decode()
+                             for e in columns["epochs"]]
+    return _write(dest, run_id, FINAL_SCHEMA, columns)
 
 
 def _objects(source: Path) -> list[dict[str, Any]]:
@@ -62,7 +74,8 @@ def _objects(source: Path) -> list[dict[str, Any]]:
     return [d for d in parsed if type(d) is dict]
 
 
-def _write(dest: Path, run_id: str, schema: pa.Schema, columns: dict[str, list], rows: int) -> int:
+def _write(dest: Path, run_id: str, schema: pa.Schema, columns: dict[str, list]) -> int:
+    rows = len(columns[schema.names[1]])
     arrays = [pa.array([run_id] * rows, pa.string())]
     arrays += [_array(columns[field.name], field.type) for field in list(schema)[1:]]
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -72,8 +85,6 @@ def _write(dest: Path, run_id: str, schema: pa.Schema, columns: dict[str, list],
 
 def _array(values: list[Any], kind: pa.DataType) -> pa.Array:
     """`values` as an Arrow array of `kind`; a value of another type (or out of range) is null."""
-    if kind == pa.string():
-        values = [v.decode() if type(v) is bytes else v for v in values]
     try:
         return pa.array(values, kind)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError):

@@ -6,6 +6,7 @@
 #include <Python.h>
 
 #include "build.h"
+#include "columns.h"
 #include "final.h"
 #include "history.h"
 
@@ -211,6 +212,22 @@ static PyObject *read_final(PyObject *module, PyObject *arg) {
                       offsetof(FinalTable, why));
 }
 
+static PyObject *columns_of(PyObject *arg, PyObject *(*read)(const char *)) {
+    PyObject *path = NULL;
+    if (!PyUnicode_FSConverter(arg, &path)) return NULL;
+    PyObject *out = read(PyBytes_AS_STRING(path));
+    Py_DECREF(path);
+    return out;
+}
+
+static PyObject *history_columns_of(PyObject *module, PyObject *arg) {
+    return columns_of(arg, history_columns);
+}
+
+static PyObject *final_columns_of(PyObject *module, PyObject *arg) {
+    return columns_of(arg, final_columns);
+}
+
 static PyObject *build(PyObject *module, PyObject *args) {
     PyObject *history, *final, *send_type, *poll_type;
     Py_ssize_t h_index, f_index;
@@ -243,6 +260,11 @@ static PyMethodDef module_methods[] = {
      "read_history(path) -> (HistoryTable, None), or (None, why) where it leaves the file to the Python readers."},
     {"read_final", read_final, METH_O,
      "read_final(path) -> (FinalTable, None), or (None, why)."},
+    {"history_columns", history_columns_of, METH_O,
+     "history_columns(path) -> {column: [value per line]} for the Parquet copy, or None where "
+     "a line is not plain (harness/analysis/parquet.py then reads the file)."},
+    {"final_columns", final_columns_of, METH_O,
+     "final_columns(path) -> {column: [value per line]}, or None."},
     {"build", build, METH_VARARGS,
      "build(history|None, h_index, final|None, f_index, Send, Poll) -> "
      "(sends, polls, final read|None, {node: records}, [(node, leo, hw, epoch, epochs)])."},
