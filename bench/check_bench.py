@@ -8,7 +8,8 @@ they are, as two real consumers would), generated once into --dir.
 
 Each stage runs in a fresh process, with --jobs N and with --jobs 1:
   parse   load_run: history.jsonl and final.jsonl into the checkers' input,
-          every partition built (the C reader reads both files at once)
+          every partition built (with jobs > 1 the C reader reads both files
+          at once, on two threads)
   check   check_run, as `fencepost check --no-write` does it: parse, every
           check of every partition, the verdict, results.json's document
           (jobs > 1: the run loaded in a forked process, which forks one

@@ -13,7 +13,7 @@ Grouping rules (DESIGN.md §3.2-3.3, checkers/partition.py):
   is missing (`final` is None). Without final.jsonl every final read is missing.
 
 Readers, fastest first: the C reader (harness/native_load.py: both files at
-once on two threads, each partition's objects then made on their own, lying
+once on two threads with `parallel`, each partition's objects then made on their own, lying
 together in memory); where it gives up on a file (anything unusual) or was not
 compiled, the fast path (harness/fast_history.py, fast_final.py) when every
 line is plainly valid, else the exact reader (`HistoryReader`), which reports
@@ -104,9 +104,9 @@ class LoadedRun:
 
 def load_run(run_dir: Path | str, *, parallel: bool = False, lazy: bool = False) -> LoadedRun:
     """Read history.jsonl, final.jsonl and test.json of `run_dir`. With
-    `parallel` and without the C reader, a large final.jsonl is read in a
-    forked process while this one reads the history (the same result, in less
-    wall-clock time on two cores; the C reader reads both at once anyway).
+    `parallel`, final.jsonl is read while the history is: by the C reader on a
+    second thread, else (when large) in a forked process (the same result, in
+    less wall-clock time on two cores).
     With `lazy`, where the C reader read the history, no partition is built:
     `partitions` holds what the verdict reads of each (`verdict_stub`) and
     `partition(key)` builds one when asked.
@@ -126,7 +126,7 @@ def load_run(run_dir: Path | str, *, parallel: bool = False, lazy: bool = False)
     final_path = run_dir / FINAL_FILE
     with _gc_paused():
         if native_load.available():
-            read = _read_natively(history_path, final_path, problems)
+            read = _read_natively(history_path, final_path, problems, parallel)
         else:
             read = _read_in_python(history_path, final_path, problems, parallel)
         partitions, resets, history, final_lines, builder = read
@@ -154,10 +154,13 @@ _Read = tuple[dict[PartitionKey, PartitionHistory], list[Reset], HistoryCounts, 
               "native_load.PartitionBuilder | None"]
 
 
-def _read_natively(history_path: Path, final_path: Path, problems: Problems) -> _Read:
-    """Both files by the C reader, a file it gave up on by the Python readers
-    (which report what is wrong: the history's problems before final.jsonl's)."""
-    tables = native_load.read_tables(history_path, final_path if final_path.is_file() else None)
+def _read_natively(history_path: Path, final_path: Path, problems: Problems,
+                   parallel: bool) -> _Read:
+    """Both files by the C reader (at once with `parallel`), a file it gave up
+    on by the Python readers (which report what is wrong: the history's
+    problems before final.jsonl's)."""
+    tables = native_load.read_tables(history_path, final_path if final_path.is_file() else None,
+                                     parallel)
     partitions: dict[PartitionKey, PartitionHistory] = {}
     if tables.history is not None:
         resets = tables.resets()

@@ -1,6 +1,6 @@
 """The native reader (harness._native, C, sources in harness/native/):
 history.jsonl and final.jsonl read into tables of plain C records -- both
-files at once, on two threads, since the C code runs without the GIL -- and
+files at once on two threads when asked, since the C code runs without the GIL -- and
 each partition's checker input (`PartitionHistory`) made from them, one
 partition at a time, so that its objects lie together in memory (what
 `loading.fresh_copy` otherwise makes by copying).
@@ -58,16 +58,18 @@ class NativeTables:
         return self.history.resets(Reset)
 
 
-def read_tables(history_path: Path, final_path: Path | None) -> NativeTables:
-    """Both files read by the C reader, final.jsonl on a second thread
-    (`final_path` None: there is none)."""
+def read_tables(history_path: Path, final_path: Path | None, parallel: bool = True) -> NativeTables:
+    """Both files read by the C reader, with `parallel` final.jsonl on a
+    second thread (`final_path` None: there is none)."""
     final: list[Any] = [None, None]
 
     def read_final() -> None:
         final[:] = _native.read_final(str(final_path))
 
     thread = None
-    if final_path is not None:
+    if final_path is not None and not parallel:
+        read_final()
+    elif final_path is not None:
         thread = threading.Thread(target=read_final, name="native final.jsonl reader")
         thread.start()
     try:
