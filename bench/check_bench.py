@@ -40,6 +40,11 @@ to 1.7x within the hour: old and new code were run in alternation).
         ratios 0.58, 0.54, 0.59;
       parse (jobs 2): 1.56-2.29 s against 4.84-6.54 s;
       peak PSS (jobs 2): 903-948 MiB against 1,416-1,444 MiB.
+    Later (this bench, best of 3, the Python readers beside the C reader):
+      jobs 2 parse 1.71, check 4.92 s (203k ops/s), check/parse 2.87,
+        Python readers 10.18 s (C / Python 0.48), peak PSS 904 MiB;
+      jobs 1 (both files read in turn) parse 2.22, check 7.24 s, check/parse
+        3.25, Python readers 12.05 s (0.60).
 
 Where the time goes with jobs 2 (quiet hour): the run is loaded in a
 forked process, where the C reader reads history.jsonl (0.76 s) and, on a
