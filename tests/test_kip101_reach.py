@@ -3,25 +3,18 @@ divergence needs where it is, and not where one condition is missing; the bench
 runs as a user runs it."""
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
+
+from tests.bench_support import bench_module
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench" / "kip101_reach.py"
 SESSION, LAG = 3.0, 5.0
 
 
-def load_bench():
-    spec = importlib.util.spec_from_file_location("kip101_reach", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-reach = load_bench()
+reach = bench_module(BENCH, "kip101_reach")
 Fault = reach.Fault
 
 

@@ -121,30 +121,47 @@ def test_what_the_exact_reader_would_report_leaves_the_fast_path(tmp_path, line,
     assert not silent(problems), why
 
 
+def history_gives_up_or_agrees(read, directory: Path, lines: list[bytes]) -> None:
+    """`read` (path -> (partitions, resets, counts) or None) of the history
+    `lines` gives up, or gives what the exact reader gives, silent."""
+    path = directory / f"history-{next(COUNTER)}.jsonl"
+    path.write_bytes(b"".join(lines))
+    got = read(path)
+    exact, problems = exact_history(path)
+    if got is not None:
+        assert silent(problems)
+        assert got[0] == exact[0] and got[1] == exact[1] and got[2] == exact[2]
+
+
+def final_gives_up_or_agrees(read, directory: Path, lines: list[bytes]) -> None:
+    """`read` (path -> FinalLog or None) of the final log `lines` gives up,
+    or gives what the exact reader gives, silent."""
+    path = directory / f"final-{next(COUNTER)}.jsonl"
+    path.write_bytes(b"".join(lines))
+    got = read(path)
+    exact, problems = exact_final(path)
+    if got is not None:
+        assert silent(problems)
+        assert got == exact
+
+
+def fast_final(path: Path) -> FinalLog | None:
+    log = FinalLog()
+    return log if read_final_fast(path, log) else None
+
+
 @SETTINGS
 @given(st.data())
 def test_mutated_histories_give_up_or_agree_with_the_exact_reader(tmp_path_factory, data):
-    lines = data.draw(mutation(LINES["history.jsonl"]))
-    path = tmp_path_factory.mktemp("h") / f"history-{next(COUNTER)}.jsonl"
-    path.write_bytes(b"".join(lines))
-    fast = read_grouped(path)
-    exact, problems = exact_history(path)
-    if fast is not None:
-        assert silent(problems)
-        assert fast[0] == exact[0] and fast[1] == exact[1] and fast[2] == exact[2]
+    history_gives_up_or_agrees(read_grouped, tmp_path_factory.mktemp("h"),
+                               data.draw(mutation(LINES["history.jsonl"])))
 
 
 @SETTINGS
 @given(st.data())
 def test_mutated_final_logs_give_up_or_agree_with_the_exact_reader(tmp_path_factory, data):
-    lines = data.draw(mutation(LINES["final.jsonl"]))
-    path = tmp_path_factory.mktemp("f") / f"final-{next(COUNTER)}.jsonl"
-    path.write_bytes(b"".join(lines))
-    log = FinalLog()
-    exact, problems = exact_final(path)
-    if read_final_fast(path, log):
-        assert silent(problems)
-        assert log == exact
+    final_gives_up_or_agrees(fast_final, tmp_path_factory.mktemp("f"),
+                             data.draw(mutation(LINES["final.jsonl"])))
 
 
 def test_a_torn_last_line_is_still_reported_through_load_run(tmp_path):

@@ -25,7 +25,9 @@ from harness.final_log import FinalLog
 from harness.loading import load_run, verdict_stub
 from tests.synth.generate import GenConfig, generate_to_dir
 from tests.test_input_fuzz import LINES, mutation
-from tests.test_loading_fast import exact_final, exact_history, silent
+from tests.test_loading_fast import (
+    exact_final, exact_history, final_gives_up_or_agrees, history_gives_up_or_agrees, silent,
+)
 
 pytestmark = pytest.mark.skipif(not native_load.available() and not os.environ.get("CI"),
                                 reason="the C reader was not compiled (no C compiler at install)")
@@ -273,50 +275,34 @@ def test_an_empty_history_is_an_empty_table(tmp_path):
     assert partitions == {} and resets == [] and counts.lines == 0 and counts.ops == 0
 
 
-def history_gives_up_or_agrees(directory: Path, lines: list[bytes]) -> None:
-    path = directory / f"history-{next(COUNTER)}.jsonl"
-    path.write_bytes(b"".join(lines))
-    native = native_history(path)
-    exact, problems = exact_history(path)
-    if native is not None:
-        assert silent(problems)
-        assert native[0] == exact[0] and native[1] == exact[1] and native[2] == exact[2]
-
-
-def final_gives_up_or_agrees(directory: Path, lines: list[bytes]) -> None:
-    path = directory / f"final-{next(COUNTER)}.jsonl"
-    path.write_bytes(b"".join(lines))
-    native = native_final(path)
-    exact, problems = exact_final(path)
-    if native is not None:
-        assert silent(problems)
-        assert native == exact
-
-
 @SETTINGS
 @given(st.data())
 def test_mutated_histories_give_up_or_agree_with_the_exact_reader(tmp_path_factory, data):
-    history_gives_up_or_agrees(tmp_path_factory.mktemp("h"), data.draw(mutation(LINES["history.jsonl"])))
+    history_gives_up_or_agrees(native_history, tmp_path_factory.mktemp("h"),
+                               data.draw(mutation(LINES["history.jsonl"])))
 
 
 @SETTINGS
 @given(st.data())
 def test_mutated_final_logs_give_up_or_agree_with_the_exact_reader(tmp_path_factory, data):
-    final_gives_up_or_agrees(tmp_path_factory.mktemp("f"), data.draw(mutation(LINES["final.jsonl"])))
+    final_gives_up_or_agrees(native_final, tmp_path_factory.mktemp("f"),
+                             data.draw(mutation(LINES["final.jsonl"])))
 
 
 @pytest.mark.slow
 @settings(SETTINGS, max_examples=600)
 @given(st.data())
 def test_many_mutated_histories_give_up_or_agree_with_the_exact_reader(tmp_path_factory, data):
-    history_gives_up_or_agrees(tmp_path_factory.mktemp("h"), data.draw(mutation(LINES["history.jsonl"])))
+    history_gives_up_or_agrees(native_history, tmp_path_factory.mktemp("h"),
+                               data.draw(mutation(LINES["history.jsonl"])))
 
 
 @pytest.mark.slow
 @settings(SETTINGS, max_examples=600)
 @given(st.data())
 def test_many_mutated_final_logs_give_up_or_agree_with_the_exact_reader(tmp_path_factory, data):
-    final_gives_up_or_agrees(tmp_path_factory.mktemp("f"), data.draw(mutation(LINES["final.jsonl"])))
+    final_gives_up_or_agrees(native_final, tmp_path_factory.mktemp("f"),
+                             data.draw(mutation(LINES["final.jsonl"])))
 
 
 offsets = st.one_of(st.integers(0, 40), st.integers(60_000, 70_000), st.integers(-5, -1),

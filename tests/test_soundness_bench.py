@@ -3,7 +3,6 @@ every anomaly type is planted and detected at 100% with no false positive; and
 a checker that cannot see a planted anomaly makes it exit 1, naming the seed."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import subprocess
@@ -13,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from checkers import anomaly as A
+from tests.bench_support import bench_module
 from tests.synth.generate import generate
 from tests.synth.plant import plant
 
@@ -81,11 +81,7 @@ def test_bad_only_is_bad_arguments():
 
 
 def _bench_module():
-    spec = importlib.util.spec_from_file_location("soundness_bench", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    return bench_module(BENCH, "soundness_bench")
 
 
 def test_ground_truth_comparison_names_an_anomaly_the_clean_run_does_not_hold():
