@@ -132,7 +132,7 @@ class PartitionBuilder:
             Send, Poll)
         ph = PartitionHistory(key[0], key[1], sends, polls, list(self.resets))
         if f >= 0:
-            self._set_final(ph, f, final, replicas, states)
+            self._set_final(ph, final, replicas, states)
         elif self.final_log is not None:
             self.final_log.attach(ph)
         return ph
@@ -143,18 +143,15 @@ class PartitionBuilder:
         f = self._final.get(ph.key, -1)
         if f >= 0:
             _, _, final, replicas, states = _native.build(None, -1, self.tables.final, f, Send, Poll)
-            self._set_final(ph, f, final, replicas, states)
+            self._set_final(ph, final, replicas, states)
 
-    def _set_final(self, ph: PartitionHistory, f: int, final: list | None, replicas: dict,
+    def _set_final(self, ph: PartitionHistory, final: list | None, replicas: dict,
                    states: list) -> None:
-        """What FinalLog.attach does, from the final table's partition `f`."""
-        has_reads, complete, _ = self._reads[f]
-        if complete is not None:
+        """What FinalLog.attach does, from what the final table built for `ph`."""
+        has_final, complete = self.final_state(ph.key)
+        if has_final:
             ph.final = final if final is not None else []
             ph.final_complete = complete
-        elif has_reads:
-            ph.final = final
-            ph.final_complete = True
         ph.replicas = replicas
         ph.replica_states = {node: ReplicaState(node, leo, hw, epoch, epochs)
                              for node, leo, hw, epoch, epochs in states}
