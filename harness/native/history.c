@@ -579,9 +579,9 @@ static int read_lines(Reader *r) {
     }
     for (size_t i = 0; i < t->partitions.len; i++) {
         HistPartition *hp = &t->partitions.items[i];
-        qsort(hp->polls.items, hp->polls.len, sizeof(PollRec), by_invoke_index);
+        if (hp->polls.len > 1) qsort(hp->polls.items, hp->polls.len, sizeof(PollRec), by_invoke_index);
     }
-    qsort(t->resets.items, t->resets.len, sizeof(ResetRec), by_index);
+    if (t->resets.len > 1) qsort(t->resets.items, t->resets.len, sizeof(ResetRec), by_index);
     return 0;
 }
 

@@ -18,8 +18,8 @@ int mapped_open(Mapped *m, const char *path) {
         return err;
     }
     size_t cap = (size_t)st.st_size;
-    char *data = cap ? malloc(cap) : NULL;
-    if (cap && data == NULL) {
+    char *data = malloc(cap ? cap : 1);
+    if (data == NULL) {
         close(fd);
         return ENOMEM;
     }

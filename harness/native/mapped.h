@@ -6,7 +6,7 @@
 #include <stddef.h>
 
 typedef struct {
-    char *data; /* NULL for an empty file */
+    char *data; /* never NULL once opened, also for an empty file */
     size_t size;
 } Mapped;
 
