@@ -26,21 +26,17 @@ pytestmark = pytest.mark.skipif(not native_load.available() and not os.environ.g
 SETTINGS = settings(max_examples=40, deadline=None, database=None,
                     suppress_health_check=list(HealthCheck))
 COUNTER = itertools.count()
-JSON_COLUMNS = ("value", "epochs")
 
 
 def rows(copy, source: Path, dest: Path, monkeypatch, native: bool) -> list[dict]:
     with monkeypatch.context() as m:
         if not native:
-            m.setattr(native_load, "available", lambda: False)
             m.setattr(native_load, "_native", None)
         copy(source, dest, "run")
-    table = pq.read_table(dest).to_pylist()
-    if source.name == "final.jsonl":  # a final value is a string, not JSON text
-        return [{k: (json.loads(v) if k == "epochs" and v is not None else v) for k, v in r.items()}
-                for r in table]
-    return [{k: (json.loads(v) if k in JSON_COLUMNS and v is not None else v) for k, v in r.items()}
-            for r in table]
+    # The columns holding JSON text (a final record's value is a plain string).
+    json_columns = ("epochs",) if source.name == "final.jsonl" else ("value",)
+    return [{k: (json.loads(v) if k in json_columns and v is not None else v) for k, v in r.items()}
+            for r in pq.read_table(dest).to_pylist()]
 
 
 def same_rows(copy, source: Path, tmp: Path, monkeypatch) -> None:
