@@ -47,6 +47,47 @@ def test_a_short_default_run_is_valid_and_leaves_a_complete_run_directory(tmp_pa
     assert sorted(p.name for p in (run_dir / "nodes").iterdir()) == ["controller", "n1", "n2", "n3"]
 
 
+def path_without(folder: Path, *tools: str) -> str:
+    """A PATH of one folder holding a link to every program on today's PATH except `tools` (they
+    live in folders such as /usr/bin that hold everything else too)."""
+    folder.mkdir()
+    for directory in os.environ["PATH"].split(os.pathsep):
+        if not os.path.isdir(directory):
+            continue
+        for entry in os.scandir(directory):
+            target = folder / entry.name
+            if entry.name not in tools and not target.exists() and os.access(entry.path, os.X_OK):
+                target.symlink_to(entry.path)
+    return str(folder)
+
+
+def test_the_default_run_without_ip_and_iptables_takes_the_process_backend_and_says_so(tmp_path):
+    """As on a fresh machine before scripts/provision: root, but no `ip`/`iptables`. The default
+    run must not stop at the netns backend; it runs on the process backend with kill and pause and
+    says in one line what it cannot do and how to get it."""
+    import shutil
+    import subprocess
+    import sys
+    env = {**os.environ, "PATH": path_without(tmp_path / "bin", "ip", "iptables"),
+           "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    assert shutil.which("ip", path=env["PATH"]) is None and shutil.which("iptables", path=env["PATH"]) is None
+    done = subprocess.run([sys.executable, "-m", "harness.cli", "run", "--time-limit", "8", "--seed", "3"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, (done.stdout, done.stderr[-3000:])
+    assert "verdict: valid" in done.stdout
+    notes = [line for line in done.stderr.splitlines() if "process backend" in line]
+    assert len(notes) == 1, done.stderr[-3000:]
+    assert "cannot partition" in notes[0] and "scripts/provision" in notes[0], notes[0]
+    if os.geteuid() == 0:
+        assert "iptables" in notes[0], notes[0]
+    run_dir = tmp_path / re.search(r"run directory: (\S+)", done.stdout).group(1)
+    spec = orjson.loads((run_dir / "test.json").read_bytes())
+    assert spec["backend"] == "process"
+    assert spec["nemesis"]["faults"] == "kill,pause"
+    faults = {op["f"] for op in history(run_dir) if op["process"] == "nemesis"}
+    assert faults & {"kill", "pause"} and not faults & {"start-partition"}, faults
+
+
 def test_leader_bounce_loses_writes_only_without_leader_epochs(tmp_path):
     # The two runs go on side by side, each on its own subnet, as campaigns run two at a time.
     def leader_bounce(truncation: str, subnet: str):

@@ -13,8 +13,6 @@ Each backend is a module here with:
 from __future__ import annotations
 
 import importlib
-import os
-import sys
 from types import ModuleType
 
 from clusters.errors import ClusterConfigError
@@ -29,5 +27,11 @@ def backend_module(name: str) -> ModuleType:
 
 
 def default_backend() -> str:
-    """netns when root on Linux (partitions possible), else process."""
-    return "netns" if sys.platform.startswith("linux") and os.geteuid() == 0 else "process"
+    """netns where it can work (Linux, root, `ip` and `iptables` on PATH: partitions possible), else process."""
+    return "process" if netns_unavailable() else "netns"
+
+
+def netns_unavailable() -> str | None:
+    """Why the default cannot be netns on this machine, or None when it can."""
+    from clusters.hosts.netns import unavailable_reason  # the backend owns its requirements
+    return unavailable_reason()

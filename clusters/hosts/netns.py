@@ -139,19 +139,29 @@ def kill_namespace_processes(namespace: str) -> list[int]:
     return pids
 
 
-def check_machine() -> None:
-    """Root, and the tools the backend runs; ClusterConfigError saying what to do otherwise."""
+def unavailable_reason() -> str | None:
+    """Why the netns backend cannot work on this machine (not Linux, not root, a tool missing), or None."""
     if not sys.platform.startswith("linux"):
-        raise ClusterConfigError(f"the netns backend needs Linux network namespaces; this is {sys.platform}: "
-                                 "use --backend process or --backend docker")
+        return f"the netns backend needs Linux network namespaces; this is {sys.platform}"
     if os.geteuid() != 0:
-        raise ClusterConfigError("the netns backend needs root (it makes namespaces, links and iptables rules): "
-                                 "run as root, or use --backend process (no partitions)")
+        return "the netns backend needs root (it makes namespaces, links and iptables rules)"
     missing = [f"`{tool}` (Debian package {package})" for tool, package in REQUIRED_TOOLS.items()
                if shutil.which(tool) is None]
     if missing:
-        raise ClusterConfigError(f"the netns backend needs {' and '.join(missing)}, not found on PATH "
-                                 f"({os.environ.get('PATH', '')}): install it, e.g. with scripts/provision")
+        return f"the netns backend needs {' and '.join(missing)}, not found on PATH"
+    return None
+
+
+def check_machine() -> None:
+    """Root, and the tools the backend runs; ClusterConfigError saying what to do otherwise."""
+    reason = unavailable_reason()
+    if reason is None:
+        return
+    if not sys.platform.startswith("linux"):
+        raise ClusterConfigError(f"{reason}: use --backend process or --backend docker")
+    if os.geteuid() != 0:
+        raise ClusterConfigError(f"{reason}: run as root, or use --backend process (no partitions)")
+    raise ClusterConfigError(f"{reason} ({os.environ.get('PATH', '')}): install it, e.g. with scripts/provision")
 
 
 def check_free(net: ClusterNetwork) -> None:

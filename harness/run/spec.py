@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping
 
-from clusters.hosts import default_backend
+from clusters.hosts import netns_unavailable
 from harness.errors import BadInput
 
 BACKENDS = ("netns", "process", "docker", "ssh")
@@ -217,10 +217,14 @@ def _defaults_filled(spec: TestSpec, faults_given: bool) -> TestSpec:
     notes = list(spec.notes)
     backend = spec.backend
     if not backend:
-        backend = default_backend()
-        if backend == "process" and not faults_given:
-            spec = replace(spec, nemesis=replace(spec.nemesis, faults="kill,pause"))
-            notes.append("not root: the process backend, so the nemesis is kill and pause only (no partitions)")
+        why_not_netns = netns_unavailable()
+        backend = "process" if why_not_netns else "netns"
+        if backend == "process":
+            if not faults_given:
+                spec = replace(spec, nemesis=replace(spec.nemesis, faults="kill,pause"))
+            notes.append(f"the process backend, which cannot partition the network, so the nemesis is "
+                         f"{'kill and pause only' if not faults_given else 'refused if it partitions'} "
+                         f"({why_not_netns}; for netns run scripts/provision as root)")
     flush = spec.flush or ("lazy" if "power-cut" in spec.faults else "os")
     return replace(spec, backend=backend, flush=flush, notes=tuple(notes))
 
