@@ -109,7 +109,7 @@ def shown(value: object) -> str:
 INT_FLAGS = {"--nodes": (1, MAX_NODES), "--concurrency": (1, MAX_PROCESSES)}
 FLOAT_FLAGS = {"--time-limit": "time_limit", "--nemesis-interval": "nemesis.interval", "--rate": "rate"}
 CHOICE_FLAGS = {"--backend": ("backend", ("netns", "process", "docker", "ssh", "")),
-                "--truncation": ("truncation", ("hw", "kip101", "kip279", "kip320")),
+                "--truncation": ("truncation", ("hw", "kip101", "kip279", "kip320", "release", "")),
                 "--flush": ("flush", ("os", "fsync", "lazy", "")),
                 "--nemesis-schedule": ("nemesis.schedule", ("fixed", "random", "scripted")),
                 "--system": ("system", ())}
@@ -124,7 +124,7 @@ def bad_run_flag(draw) -> tuple[list[str], list[str]]:
         value = draw(beyond_64_bits)
         return ["--seed", str(value)], ["seed", str(value)[:20]]
     if kind == "empty":
-        flag = draw(st.sampled_from(["--truncation", "--nemesis-schedule", "--system", "--name"]))
+        flag = draw(st.sampled_from(["--nemesis-schedule", "--system", "--name"]))  # "" truncation: the default
         return [f"{flag}="], [CHOICE_FLAGS.get(flag, ("name",))[0]]
     if kind == "int-range":
         flag = draw(st.sampled_from(sorted(INT_FLAGS)))
@@ -245,7 +245,7 @@ out_of_range = {
     "seed": beyond_64_bits,
     "system": junk_text.filter(lambda t: t != "own" and not t.startswith("kafka")),
     "backend": junk_text.filter(lambda t: t not in ("netns", "process", "docker", "ssh")),
-    "truncation": junk_text.filter(lambda t: t not in ("hw", "kip101", "kip279", "kip320")),
+    "truncation": junk_text.filter(lambda t: t not in ("hw", "kip101", "kip279", "kip320", "release", "")),
     "flush": junk_text.filter(lambda t: t not in ("os", "fsync", "lazy")),
     "topic.name": st.sampled_from(["", ".", "..", "with space", "ü", "x" * 250, "a/b"]),
     "topic.partitions": st.one_of(st.integers(max_value=0), st.integers(MAX_PARTITIONS + 1)),

@@ -18,6 +18,7 @@ import pytest
 from clusters.errors import ClusterConfigError
 from clusters.systems import system_for
 from clusters.systems.kafka import dist
+from clusters.systems.kafka.release import Release
 from tests.test_cli_cluster import fencepost
 
 ZK_VERSION = "3.9.1"
@@ -154,8 +155,13 @@ def test_no_java_on_path_says_install_a_jdk(tmp_path, monkeypatch):
         dist.resolve(ZK_VERSION, cache=tmp_path / "cache")
 
 
-@pytest.mark.parametrize("version, message", [("3.9", r"'3\.9' is not a version like"),
-                                              (None, r"needs a version .* KAFKA_HOME")])
+@pytest.mark.parametrize("version, message", [
+    ("3.9", r"'3\.9' is not an Apache Kafka release number"),
+    ("0.10.2", r"'0\.10\.2' is not an Apache Kafka release number: .*four parts before 1\.0"),
+    ("3.9.1.0", r"'3\.9\.1\.0' is not an Apache Kafka release number"),
+    ("3.9.1-rc1", r"is not an Apache Kafka release number"),
+    ("0.9.0.1", r"kafka 0\.9\.0\.1 is older than 0\.10\.2\.0, the first release fencepost runs"),
+    (None, r"needs a version .* KAFKA_HOME")])
 def test_a_missing_or_malformed_version_is_refused(tmp_path, version, message):
     with pytest.raises(ClusterConfigError, match=message):
         dist.resolve(version, cache=tmp_path)
@@ -164,14 +170,14 @@ def test_a_missing_or_malformed_version_is_refused(tmp_path, version, message):
 def test_an_unpacked_distribution_gives_its_version_and_libs(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", path_with_only(tmp_path / "bin", "java"))
     home = fake_home(tmp_path / "kafka")
-    assert dist.from_home(home, None) == dist.KafkaDistribution(ZK_VERSION, str(home / "libs"))
+    assert dist.from_home(home, None) == dist.KafkaDistribution(ZK_VERSION, str(home / "libs"), "2.13")
     assert dist.resolve(ZK_VERSION, kafka_home=str(home)).classpath == f"{home / 'libs'}/*"
 
 
 def test_a_home_without_the_broker_jar_is_refused(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", path_with_only(tmp_path / "bin", "java"))
     (tmp_path / "kafka" / "libs").mkdir(parents=True)
-    with pytest.raises(ClusterConfigError, match=r"has no libs/kafka_2\.13-VERSION\.jar: point --kafka-home"):
+    with pytest.raises(ClusterConfigError, match=r"has no libs/kafka_<scala>-VERSION\.jar .*: point --kafka-home"):
         dist.from_home(tmp_path / "kafka", None)
 
 
@@ -204,9 +210,9 @@ DEPENDENCY_MISSING = ("\x1b[0m\x1b[0m[ERROR] Failed to execute goal on project k
 
 
 def test_maven_failures_are_said_as_what_to_do():
-    unreachable = dist.maven_failure("3.9.1", TRANSFER_FAILED)
+    unreachable = dist.maven_failure(Release.parse("3.9.1"), TRANSFER_FAILED)
     assert unreachable.startswith("kafka:3.9.1: Maven could not reach its repository (Failed to execute goal")
     assert "\x1b[" not in unreachable and unreachable.endswith("or give an unpacked distribution with --kafka-home DIR")
-    assert dist.maven_failure("4.4.0", DEPENDENCY_MISSING).startswith(
+    assert dist.maven_failure(Release.parse("4.4.0"), DEPENDENCY_MISSING).startswith(
         "kafka:4.4.0: a dependency could not be found in the Maven repository: "
         "org.apache.kafka:kafka-tools-api:jar:4.4.0 (Failed to execute goal")

@@ -1,6 +1,6 @@
 """The kafka system's options and the server.properties made from them, as pure code:
-`--truncation` -> inter.broker.protocol.version, the mode each version defaults to, the
-refusals (each naming the value and what to do instead), and broker_config having the
+`--truncation` -> inter.broker.protocol.version per release, the mode each release defaults
+to, the refusals (each naming the value and what to do instead), and broker_config having the
 last word over the chaos defaults."""
 from __future__ import annotations
 
@@ -20,27 +20,51 @@ def zk_properties(opts: KafkaOptions) -> dict[str, str]:
     return config.zk_broker_properties(opts, Endpoint(1, "10.0.0.1", 9092), "/data", "10.0.0.9:2181", 3)
 
 
-@pytest.mark.parametrize("truncation, protocol", [
-    ("hw", "0.11.0-IV1"), ("kip101", "0.11.0-IV2"), ("kip279", "2.0-IV1"), ("kip320", None)])
-def test_truncation_is_an_inter_broker_protocol_version(truncation, protocol):
-    assert checked(truncation=truncation).inter_broker_protocol == protocol
+@pytest.mark.parametrize("version, truncation, protocol", [
+    ("3.9.1", "hw", "0.11.0-IV1"), ("3.9.1", "kip101", "0.11.0-IV2"), ("3.9.1", "kip279", "2.0-IV1"),
+    ("3.9.1", "kip320", "2.1-IV2"), ("3.9.1", "release", None),
+    ("0.10.2.2", "release", None), ("0.11.0.3", "hw", "0.11.0-IV1"), ("0.11.0.3", "kip101", "0.11.0-IV2"),
+    ("1.1.1", "hw", "0.11.0-IV1"), ("2.0.1", "kip279", "2.0-IV1"), ("2.1.1", "kip320", "2.1-IV2"),
+    ("4.4.0", "release", None)])
+def test_truncation_is_the_release_own_or_an_inter_broker_protocol_version(version, truncation, protocol):
+    assert checked(version, truncation=truncation).inter_broker_protocol == protocol
 
 
-def test_the_mode_defaults_to_zookeeper_on_3x_and_kraft_on_4x():
+def test_the_default_truncation_is_the_release_own_protocol_and_named_so():
+    opts = checked("0.11.0.3")
+    assert opts.truncation == "release" and opts.inter_broker_protocol is None
+    assert opts.protocol_description() == "kafka 0.11.0.3, its own protocol (KIP-101 leader epochs)"
+    assert checked("0.10.2.2").protocol_description() == \
+        "kafka 0.10.2.2, its own protocol (high-watermark truncation (before KIP-101))"
+    assert checked("3.9.1", truncation="hw").protocol_description() == \
+        "kafka 3.9.1, high-watermark truncation (before KIP-101), emulated with inter.broker.protocol.version 0.11.0-IV1"
+
+
+def test_the_mode_defaults_to_zookeeper_before_4_and_kraft_from_4():
+    assert checked("0.10.2.2").mode == "zk"
     assert checked("3.9.1").mode == "zk"
     assert checked("4.3.1").mode == "kraft"
     assert checked("3.9.1", mode="kraft").mode == "kraft"
+    assert checked("3.3.2", mode="kraft").mode == "kraft"
 
 
 @pytest.mark.parametrize("version, options, message", [
     ("3.9.1", {"mode": "kraft", "truncation": "hw"}, r"truncation 'hw' needs inter.broker.protocol.version "
                                                      r"0\.11\.0-IV1, which KRaft refuses"),
-    ("4.3.1", {"truncation": "hw"}, r"truncation 'hw'.*KRaft refuses.*--truncation kip320"),
+    ("4.3.1", {"truncation": "hw"}, r"truncation 'hw'.*KRaft refuses.*leave --truncation out"),
     ("4.3.1", {"truncation": "kip101"}, r"truncation 'kip101'.*KRaft refuses"),
+    ("4.4.0", {"truncation": "kip320"}, r"truncation 'kip320' needs .*2\.1-IV2, which KRaft refuses"),
     ("3.9.1", {"mode": "kraft", "truncation": "kip279"}, r"truncation 'kip279' .*2\.0-IV1.*mode=zk"),
+    ("0.10.2.2", {"truncation": "hw"}, r"truncation 'hw' needs .*0\.11\.0-IV1, which kafka 0\.10\.2\.2 does not "
+                                       r"know .*own protocol is already hw: leave --truncation out"),
+    ("0.10.2.2", {"truncation": "kip101"}, r"kafka 0\.10\.2\.2 does not know .*own protocol is hw; for kip101 use a release from 0\.11\.0"),
+    ("1.1.1", {"truncation": "kip279"}, r"2\.0-IV1, which kafka 1\.1\.1 does not know \(it came in 2\.0\.0\)"),
+    ("2.0.1", {"truncation": "kip320"}, r"2\.1-IV2, which kafka 2\.0\.1 does not know"),
     ("4.3.1", {"mode": "zk"}, r"Kafka 4\.3\.1 has no ZooKeeper mode .*use mode=kraft"),
+    ("3.2.3", {"mode": "kraft"}, r"Kafka 3\.2\.3 has no production KRaft mode .*from 3\.3"),
+    ("2.8.2", {"mode": "kraft"}, r"Kafka 2\.8\.2 has no production KRaft mode"),
     ("3.9.1", {"mode": "raft"}, r"mode 'raft': choose zk .* or kraft"),
-    ("3.9.1", {"truncation": "kip999"}, r"truncation 'kip999': choose one of hw, kip101, kip279, kip320"),
+    ("3.9.1", {"truncation": "kip999"}, r"truncation 'kip999': choose one of hw, kip101, kip279, kip320, release"),
     ("3.9.1", {"flush": "lazy"}, r"flush 'lazy' on stock Kafka: choose one of os, fsync"),
     ("3.9.1", {"replicas": 3}, r"the kafka system has no option 'replicas'; its options are .*truncation"),
     ("3.9.1", {"session_timeout_ms": "3s"}, r"session_timeout_ms='3s': give a whole number"),
@@ -73,6 +97,7 @@ def test_zookeeper_broker_properties_name_the_protocol_only_for_an_older_truncat
     assert default["min.insync.replicas"] == "2" and default["unclean.leader.election.enable"] == "false"
     assert default["zookeeper.connect"] == "10.0.0.9:2181" and default["broker.id"] == "1"
     assert zk_properties(checked(truncation="hw"))["inter.broker.protocol.version"] == "0.11.0-IV1"
+    assert zk_properties(checked(truncation="kip320"))["inter.broker.protocol.version"] == "2.1-IV2"
     assert zk_properties(checked(flush="fsync"))["log.flush.interval.messages"] == "1"
 
 

@@ -51,7 +51,9 @@ class OwnOptions:
                 raise ClusterConfigError(f"own system option {name}={value!r}: give a whole number >= 0")
         opts = OwnOptions(**values)
         if opts.truncation not in TRUNCATION_MODES:
-            raise ClusterConfigError(f"truncation {opts.truncation!r}: choose one of {', '.join(TRUNCATION_MODES)}")
+            stock = " (release names a stock Kafka release's own protocol)" if opts.truncation == "release" else ""
+            raise ClusterConfigError(f"truncation {opts.truncation!r} on the own system: choose one of "
+                                     f"{', '.join(TRUNCATION_MODES)}{stock}")
         if opts.flush not in FLUSH_MODES:
             raise ClusterConfigError(f"flush {opts.flush!r}: choose one of {', '.join(FLUSH_MODES)}")
         return opts

@@ -27,9 +27,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     up.add_argument("--backend", choices=("netns", "process", "docker", "ssh"),
                     help="where the nodes are (default: netns as root on Linux, else process)")
     up.add_argument("--nodes", type=int, default=3, metavar="N", help="number of brokers (default 3)")
-    up.add_argument("--truncation", choices=("hw", "kip101", "kip279", "kip320"), default="kip320",
-                    help="follower truncation: the own broker's mode, or Kafka's inter.broker.protocol.version "
-                         "(default kip320)")
+    up.add_argument("--truncation", choices=("hw", "kip101", "kip279", "kip320", "release"),
+                    help="follower truncation: the own broker's mode (default kip320), or for stock Kafka "
+                         "its release's own protocol (release, the default) or an emulation through "
+                         "inter.broker.protocol.version")
     up.add_argument("--flush", choices=("os", "fsync", "lazy"), default="os",
                     help="the flush mode; lazy (own system only) makes kill -9 a power cut (default os)")
     up.add_argument("--kafka-home", metavar="DIR",
@@ -114,7 +115,7 @@ def _up(args: argparse.Namespace) -> int:
                            f"`fencepost cluster down --name {args.name}` first")
     spec = ClusterSpec(args.name, args.system, args.nodes, args.backend or default_backend(),
                        parse_backend_options(args.backend_option),
-                       {"truncation": args.truncation, "flush": args.flush,
+                       {**({"truncation": args.truncation} if args.truncation else {}), "flush": args.flush,
                         **parse_backend_options(args.system_option, "--system-option"),
                         **({"kafka_home": args.kafka_home} if args.kafka_home else {})})
     with sigterm_as_interrupt():

@@ -19,7 +19,7 @@ from clusters.hosts import netns_unavailable
 from harness.errors import BadInput
 
 BACKENDS = ("netns", "process", "docker", "ssh")
-TRUNCATIONS = ("hw", "kip101", "kip279", "kip320")
+TRUNCATIONS = ("hw", "kip101", "kip279", "kip320", "release")  # release: a stock Kafka release's own protocol
 FLUSHES = ("os", "fsync", "lazy")
 SCHEDULES = ("fixed", "random", "scripted")
 CONSUMER_MODES = ("assign", "subscribe")
@@ -92,7 +92,7 @@ class TestSpec:
     backend_options: Mapping[str, Any] = field(default_factory=dict)
     system_options: Mapping[str, Any] = field(default_factory=dict)  # the system's own settings (docs/KAFKA.md)
     nodes: int = 3
-    truncation: str = "kip320"
+    truncation: str = ""  # "": kip320 on the own system, the release's own protocol (release) on kafka
     flush: str = ""  # "": os, or lazy when the nemesis includes power-cut
     time_limit: float = 60.0
     rate: float = 500.0
@@ -226,7 +226,12 @@ def _defaults_filled(spec: TestSpec, faults_given: bool) -> TestSpec:
                          f"{'kill and pause only' if not faults_given else 'refused if it partitions'} "
                          f"({why_not_netns}; for netns run scripts/provision as root)")
     flush = spec.flush or ("lazy" if "power-cut" in spec.faults else "os")
-    return replace(spec, backend=backend, flush=flush, notes=tuple(notes))
+    truncation = spec.truncation or ("release" if is_kafka(spec.system) else "kip320")
+    return replace(spec, backend=backend, flush=flush, truncation=truncation, notes=tuple(notes))
+
+
+def is_kafka(system: str) -> bool:
+    return system == "kafka" or system.startswith("kafka:")
 
 
 def _checked(spec: TestSpec) -> TestSpec:
@@ -323,11 +328,19 @@ def _check_system(spec: TestSpec) -> None:
         if spec.system == "own":
             from clusters.systems.own import OwnOptions
             OwnOptions.from_mapping(options)
-        elif spec.system == "kafka" or spec.system.startswith("kafka:"):
+        elif is_kafka(spec.system):
             from clusters.systems.kafka.options import KafkaOptions
-            KafkaOptions.from_mapping(options)  # the jars are resolved (Maven) at setup
+            from clusters.systems.kafka.release import Release
+            opts = KafkaOptions.from_mapping(options)  # the jars are resolved (Maven) at setup
+            version = spec.system.partition(":")[2]
+            if version:  # what the release cannot do is known without its jars
+                try:
+                    Release.parse(version)
+                except ClusterConfigError as e:
+                    raise BadInput(f"system = {spec.system!r}: {e}") from None
+                opts.checked(version)
         else:
-            raise BadInput(f"system = {spec.system!r}: choose own, or kafka:VERSION (e.g. kafka:3.9.1)")
+            raise BadInput(f"system = {spec.system!r}: choose own, or kafka:VERSION (e.g. kafka:3.9.1, kafka:0.10.2.2)")
     except ClusterConfigError as e:
         raise BadInput(f"system_options: {e}") from None
     names = _backend_option_names(spec.backend)

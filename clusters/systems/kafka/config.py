@@ -1,7 +1,9 @@
 """server.properties for each Kafka node, fit for chaos: RF 3 and min.insync.replicas=2 by
-default, unclean leader election off, leaders back on their preferred replicas within
-seconds, and session and lag timeouts short enough that faults
-resolve in seconds. The user's `broker_config` has the last word.
+default, unclean leader election off (it defaulted to on before 0.11: always set), leaders
+back on their preferred replicas within seconds, and session and lag timeouts short enough
+that faults resolve in seconds. Rendered per release: a key goes only to releases that know it
+(SINCE), so an old broker is never handed a setting it would not read. The user's
+`broker_config` has the last word.
 """
 from __future__ import annotations
 
@@ -15,6 +17,10 @@ CONTROLLER_PORT = 9093
 ZOOKEEPER_PORT = 2181
 ZOOKEEPER_TICK_MS = 500  # sessions may then be 1 s .. 10 s
 CLUSTER_ID = "ZmVuY2Vwb3N0LWthZmthMQ"  # any 16 bytes, base64url; every cluster is its own world
+# The first release that knows a chaos default (KIP-98's transaction log and KIP-134's rebalance
+# delay came in 0.11.0); every other key is known to 0.10.2, the oldest release fencepost runs.
+SINCE = {"transaction.state.log.replication.factor": (0, 11, 0), "transaction.state.log.min.isr": (0, 11, 0),
+         "group.initial.rebalance.delay.ms": (0, 11, 0)}
 
 
 @dataclass(frozen=True)
@@ -53,7 +59,8 @@ def chaos_defaults(opts: KafkaOptions, brokers: int) -> dict[str, str]:
     }
     if opts.flush == "fsync":
         props["log.flush.interval.messages"] = "1"
-    return props
+    release = opts.release
+    return {k: v for k, v in props.items() if release.at_least(*SINCE.get(k, ()))}
 
 
 def zk_broker_properties(opts: KafkaOptions, me: Endpoint, data_dir: str, zookeeper: str,

@@ -1,13 +1,14 @@
-"""Where stock Apache Kafka's jars come from (DESIGN.md §4.2).
+"""Where stock Apache Kafka's jars come from.
 
-Either Maven resolves `org.apache.kafka:kafka_2.13:VERSION` with its runtime
-dependencies and a logging backend (`mvn dependency:copy-dependencies` on a
-generated pom) into `~/.cache/fencepost/kafka/VERSION/libs`, once: a finished
-cache folder holds a `resolved` marker and is never resolved again; a failed or
-interrupted resolution leaves nothing behind. Or an unpacked distribution
-(`KAFKA_HOME` or `--kafka-home`) supplies `libs/`. Missing Java or Maven, an
-unknown version and an unreachable repository are ClusterConfigErrors (exit 254)
-that say what to do.
+Either Maven resolves the release's broker artifact for the Scala build it was published for
+(`org.apache.kafka:kafka_<scala>:VERSION`), with its runtime dependencies and the extra jars it
+needs on Java 17 (clusters/systems/kafka/release.py says which), by `mvn
+dependency:copy-dependencies` on a generated pom, into `~/.cache/fencepost/kafka/VERSION/libs`,
+once: a finished cache folder holds a `resolved` marker naming exactly what was resolved and is
+never resolved again while that stays the same; a failed or interrupted resolution leaves
+nothing behind. Or an unpacked distribution (`KAFKA_HOME` or `--kafka-home`) supplies `libs/`.
+Missing Java or Maven, a version that is no release and an unreachable repository are
+ClusterConfigErrors (exit 254) that say what to do.
 """
 from __future__ import annotations
 
@@ -22,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clusters.errors import ClusterConfigError
+from clusters.systems.kafka.release import Release
 
-VERSION = re.compile(r"\d+\.\d+\.\d+(-[A-Za-z0-9.]+)?")
 MARKER = "resolved"
 MAVEN_TIMEOUT_S = 900.0
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")  # Maven colours its [ERROR] lines even in batch mode
@@ -33,20 +34,18 @@ UNREACHABLE = re.compile(r"Could not transfer|transfer failed|Connect to |Connec
                          r"UnknownHost|Network is unreachable|timed out|offline mode|"
                          r"No plugin found for prefix", re.I)
 
-# A logging backend per line: Kafka 3.x logs through slf4j 1.7 to log4j 1 (reload4j, compile-only
-# in its pom); 4.x ships log4j2 but no slf4j binding for it.
-LOGGING_3 = (("org.slf4j", "slf4j-reload4j", "1.7.36"),)
-LOGGING_4 = (("org.apache.logging.log4j", "log4j-slf4j-impl", "2.24.3"),)
+BROKER_JAR = re.compile(r"kafka_(2\.\d+)-(\d+\.\d+\.\d+(?:\.\d+)?)\.jar")
 
 
 @dataclass(frozen=True)
 class KafkaDistribution:
     version: str
     libs: str  # a folder of jars: the classpath is libs/*
+    scala: str = ""  # the Scala build of the broker jar (2.11, 2.12, 2.13)
 
     @property
-    def major(self) -> int:
-        return int(self.version.split(".")[0])
+    def release(self) -> Release:
+        return Release.parse(self.version)
 
     @property
     def classpath(self) -> str:
@@ -59,10 +58,7 @@ def cache_root() -> Path:
 
 
 def check_version(version: str) -> str:
-    if not VERSION.fullmatch(version):
-        raise ClusterConfigError(f"kafka version {version!r} is not a version like 3.9.1 or 4.1.0: "
-                                 "give --system kafka:MAJOR.MINOR.PATCH")
-    return version
+    return Release.parse(version).text
 
 
 def resolve(version: str | None, kafka_home: str | None = None, cache: Path | None = None,
@@ -73,26 +69,31 @@ def resolve(version: str | None, kafka_home: str | None = None, cache: Path | No
     if not version:
         raise ClusterConfigError("--system kafka needs a version (e.g. kafka:3.9.1, resolved with Maven), "
                                  "or an unpacked distribution in --kafka-home DIR or KAFKA_HOME")
-    check_version(version)
+    release = Release.parse(version)
     require_java()
     folder = (cache or cache_root()) / version
-    if (folder / MARKER).exists():
-        return KafkaDistribution(version, str(folder / "libs"))
-    return resolve_with_maven(version, folder, say)
+    marker = folder / MARKER
+    if marker.exists() and marker.read_text() == recipe(release):
+        return KafkaDistribution(version, str(folder / "libs"), release.scala)
+    return resolve_with_maven(release, folder, say)
 
 
 def from_home(home: Path, version: str | None) -> KafkaDistribution:
+    """An unpacked distribution of any release (`libs/kafka_<scala>-<version>.jar` names both)."""
     libs = home / "libs"
     jars = sorted(libs.glob("kafka_2.*-*.jar")) if libs.is_dir() else []
-    found = [m.group(1) for j in jars if (m := re.fullmatch(r"kafka_2\.\d+-(\d+\.\d+\.\d+[^-]*)\.jar", j.name))]
+    found = [m.groups() for j in jars if (m := BROKER_JAR.fullmatch(j.name))]
     if not found:
-        raise ClusterConfigError(f"kafka home {home} has no libs/kafka_2.13-VERSION.jar: point --kafka-home "
-                                 "(or KAFKA_HOME) at an unpacked Apache Kafka distribution")
-    if version and found[0] != version:
-        raise ClusterConfigError(f"kafka home {home} holds Kafka {found[0]}, not {version}: give --system "
-                                 f"kafka:{found[0]}, or leave --kafka-home out to resolve {version} with Maven")
+        raise ClusterConfigError(f"kafka home {home} has no libs/kafka_<scala>-VERSION.jar (e.g. "
+                                 "kafka_2.13-3.9.1.jar): point --kafka-home (or KAFKA_HOME) at an unpacked Apache "
+                                 "Kafka distribution")
+    scala, found_version = found[0]
+    if version and found_version != version:
+        raise ClusterConfigError(f"kafka home {home} holds Kafka {found_version}, not {version}: give --system "
+                                 f"kafka:{found_version}, or leave --kafka-home out to resolve {version} with Maven")
+    Release.parse(found_version)
     require_java()
-    return KafkaDistribution(found[0], str(libs.resolve()))
+    return KafkaDistribution(found_version, str(libs.resolve()), scala)
 
 
 def require_java() -> None:
@@ -101,17 +102,31 @@ def require_java() -> None:
                                  "install a JDK (Debian: apt-get install openjdk-17-jdk-headless)")
 
 
-def pom(version: str) -> str:
-    logging = LOGGING_4 if int(version.split(".")[0]) >= 4 else LOGGING_3
-    deps = [("org.apache.kafka", "kafka_2.13", version), *logging]
+def artifacts(release: Release) -> list[tuple[str, str, str]]:
+    """What Maven resolves for a release: its broker for its Scala build, then its Java 17 extras
+    (declared in the pom, so they win over a dependency's own version of the same artifact)."""
+    return [("org.apache.kafka", broker_artifact(release), release.text), *release.java17_extras()]
+
+
+def broker_artifact(release: Release) -> str:
+    return f"kafka_{release.scala}"
+
+
+def recipe(release: Release) -> str:
+    """The marker's text: the artifacts a cache folder was resolved from, one per line."""
+    return "".join(f"{g}:{a}:{v}\n" for g, a, v in artifacts(release))
+
+
+def pom(release: Release) -> str:
     body = "".join(f"<dependency><groupId>{g}</groupId><artifactId>{a}</artifactId><version>{v}</version>"
-                   f"</dependency>" for g, a, v in deps)
+                   f"</dependency>" for g, a, v in artifacts(release))
     return ('<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
-            f'<groupId>fencepost</groupId><artifactId>kafka-{version}</artifactId><version>1</version>'
+            f'<groupId>fencepost</groupId><artifactId>kafka-{release}</artifactId><version>1</version>'
             f'<packaging>pom</packaging><dependencies>{body}</dependencies></project>\n')
 
 
-def resolve_with_maven(version: str, folder: Path, say) -> KafkaDistribution:
+def resolve_with_maven(release: Release, folder: Path, say) -> KafkaDistribution:
+    version = release.text
     mvn = shutil.which("mvn")
     if mvn is None:
         raise ClusterConfigError(f"kafka:{version} is resolved with Maven and `mvn` is not on PATH: install it "
@@ -120,7 +135,7 @@ def resolve_with_maven(version: str, folder: Path, say) -> KafkaDistribution:
     folder.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{version}-", dir=folder.parent))
     try:
-        (work / "pom.xml").write_text(pom(version))
+        (work / "pom.xml").write_text(pom(release))
         say(f"resolving Apache Kafka {version} with Maven into {folder} (once) ...")
         started = time.monotonic()
         try:
@@ -131,21 +146,23 @@ def resolve_with_maven(version: str, folder: Path, say) -> KafkaDistribution:
             raise ClusterConfigError(f"Maven did not resolve kafka:{version} within {MAVEN_TIMEOUT_S:g}s: "
                                      "is the Maven repository reachable?") from None
         if done.returncode != 0:
-            raise ClusterConfigError(maven_failure(version, done.stdout + done.stderr))
-        if not list((work / "libs").glob("kafka_2.13-*.jar")):
-            raise ClusterConfigError(f"Maven finished but no kafka_2.13 jar for {version} is in {work / 'libs'}")
-        (work / MARKER).write_text(f"{version}\n")
-        if folder.exists():  # a half-made folder from an older, interrupted layout
+            raise ClusterConfigError(maven_failure(release, done.stdout + done.stderr))
+        if not list((work / "libs").glob(f"{broker_artifact(release)}-*.jar")):
+            raise ClusterConfigError(f"Maven finished but no {broker_artifact(release)} jar for {version} is in "
+                                     f"{work / 'libs'}")
+        (work / MARKER).write_text(recipe(release))
+        if folder.exists():  # resolved from another recipe (an older fencepost), or half made
             shutil.rmtree(folder)
         os.replace(work, folder)
         say(f"resolved Apache Kafka {version} in {time.monotonic() - started:.1f}s")
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return KafkaDistribution(version, str(folder / "libs"))
+    return KafkaDistribution(version, str(folder / "libs"), release.scala)
 
 
-def maven_failure(version: str, output: str) -> str:
+def maven_failure(release: Release, output: str) -> str:
     """Maven's failure, said as what to do."""
+    version, artifact = release.text, broker_artifact(release)
     output = ANSI_ESCAPE.sub("", output)
     errors = [line.removeprefix("[ERROR] ").strip() for line in output.splitlines() if "[ERROR]" in line]
     first = next((e for e in errors if e), output.strip()[-500:])
@@ -154,9 +171,9 @@ def maven_failure(version: str, output: str) -> str:
         return (f"kafka:{version}: Maven could not reach its repository ({first}); check the network or "
                 "the proxy in ~/.m2/settings.xml, or give an unpacked distribution with --kafka-home DIR")
     missing = re.search(r"(?:Could not find artifact|The POM for) (\S+)", output)
-    if missing and f"kafka_2.13:jar:{version}" in missing.group(1) or "kafka_2.13:pom:" + version in output:
-        return (f"kafka:{version}: Maven Central has no org.apache.kafka:kafka_2.13:{version}; "
-                "give a released version (e.g. 3.9.1, 4.1.0)")
+    if missing and f"{artifact}:jar:{version}" in missing.group(1) or f"{artifact}:pom:{version}" in output:
+        return (f"kafka:{version}: Maven Central has no org.apache.kafka:{artifact}:{version}; "
+                "give a released version (e.g. 0.10.2.2, 2.0.1, 3.9.1, 4.1.0)")
     if missing:
         return (f"kafka:{version}: a dependency could not be found in the Maven repository: {missing.group(1)} "
                 f"({first}); try another version or give --kafka-home DIR")

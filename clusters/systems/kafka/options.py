@@ -1,10 +1,9 @@
-"""The kafka system's options, checked, and what the truncation switch means for Kafka.
+"""The kafka system's options, checked against the release they are for.
 
-`--truncation` maps to `inter.broker.protocol.version` (DESIGN.md §4.2): `hw` ->
-0.11.0-IV1 (followers truncate to their high watermark, as before KIP-101),
-`kip101` -> 0.11.0-IV2, `kip279` -> 2.0-IV1, `kip320` -> the version's default.
-Old protocol versions exist only in ZooKeeper mode of 3.x: KRaft refuses an
-inter-broker protocol below 3.0, and 4.x has no ZooKeeper mode.
+`--truncation` names the protocol under test: `release` (the default) is the release's own;
+`hw`, `kip101`, `kip279` and `kip320` are emulations through `inter.broker.protocol.version`
+where the release can express them (clusters/systems/kafka/release.py holds the rules).
+ZooKeeper mode exists before 4.0, KRaft from 3.3.
 """
 from __future__ import annotations
 
@@ -12,9 +11,9 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Mapping
 
 from clusters.errors import ClusterConfigError
+from clusters.systems.kafka.release import OWN, TRUNCATIONS, Release
 
 MODES = ("zk", "kraft")
-TRUNCATION_PROTOCOL = {"hw": "0.11.0-IV1", "kip101": "0.11.0-IV2", "kip279": "2.0-IV1", "kip320": None}
 FLUSH_MODES = ("os", "fsync")
 WHOLE_NUMBERS = ("controllers", "min_insync_replicas", "session_timeout_ms", "replica_lag_time_max_ms",
                  "heap_mb", "hw_checkpoint_interval_ms")
@@ -25,9 +24,10 @@ class KafkaOptions:
     version: str = ""
     kafka_home: str = ""
     libs: str = ""  # the resolved classpath folder; filled in once, then kept with the cluster's state
-    mode: str = ""  # "": zk on 3.x, kraft on 4.x
+    scala: str = ""  # the Scala build of the broker jar, filled in with libs
+    mode: str = ""  # "": zk before 4.0, kraft from 4.0
     controllers: int = 0  # KRaft: 0 = every broker is also a controller; N = N controller-only nodes
-    truncation: str = "kip320"
+    truncation: str = OWN
     flush: str = "os"  # fsync: flush.messages=1 (every write fsynced before it is acknowledged)
     min_insync_replicas: int = 2
     session_timeout_ms: int = 3000  # ZooKeeper session, or KRaft broker session
@@ -37,12 +37,13 @@ class KafkaOptions:
     broker_config: Mapping[str, str] = field(default_factory=dict)  # server.properties overrides, last word
 
     @property
-    def major(self) -> int:
-        return int(self.version.split(".")[0]) if self.version else 0
+    def release(self) -> Release:
+        return Release.parse(self.version)
 
     @property
     def inter_broker_protocol(self) -> str | None:
-        return TRUNCATION_PROTOCOL[self.truncation]
+        """The IBP the brokers are told (None: the release's own); only on checked options."""
+        return self.release.inter_broker_protocol(self.truncation, self.mode)
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "broker_config": dict(self.broker_config)}
@@ -67,29 +68,34 @@ class KafkaOptions:
         return KafkaOptions(**values)
 
     def checked(self, version: str) -> KafkaOptions:
-        """With the version known: the mode filled in, and refused where Kafka cannot express it."""
+        """With the version known: the mode filled in, and refused where the release cannot express it."""
         opts = KafkaOptions(**{**self.to_dict(), "version": version})
-        if opts.truncation not in TRUNCATION_PROTOCOL:
-            raise ClusterConfigError(f"truncation {opts.truncation!r}: choose one of {', '.join(TRUNCATION_PROTOCOL)}")
+        release = opts.release
+        if opts.truncation not in TRUNCATIONS:
+            raise ClusterConfigError(f"truncation {opts.truncation!r}: choose one of {', '.join(TRUNCATIONS)} "
+                                     f"({OWN}: the release's own protocol)")
         if opts.flush not in FLUSH_MODES:
             raise ClusterConfigError(f"flush {opts.flush!r} on stock Kafka: choose one of {', '.join(FLUSH_MODES)} "
                                      "(a power cut that loses unflushed writes needs the own system's flush=lazy)")
-        mode = opts.mode or ("zk" if opts.major < 4 else "kraft")
+        mode = opts.mode or release.default_mode
         if mode not in MODES:
-            raise ClusterConfigError(f"mode {mode!r}: choose zk (ZooKeeper, Kafka 3.x) or kraft")
-        if mode == "zk" and opts.major >= 4:
+            raise ClusterConfigError(f"mode {mode!r}: choose zk (ZooKeeper, before 4.0) or kraft (from 3.3)")
+        if mode == "zk" and not release.has_zookeeper:
             raise ClusterConfigError(f"Kafka {version} has no ZooKeeper mode (removed in 4.0): use mode=kraft, "
-                                     "or a 3.x version for ZooKeeper")
-        if mode == "kraft" and opts.truncation != "kip320":
-            raise ClusterConfigError(
-                f"truncation {opts.truncation!r} needs inter.broker.protocol.version {opts.inter_broker_protocol}, "
-                f"which KRaft refuses (3.0 or newer only): use --truncation kip320 on KRaft, or a 3.x version "
-                "in ZooKeeper mode (mode=zk) for hw, kip101 and kip279")
+                                     "or a release before 4.0 for ZooKeeper")
+        if mode == "kraft" and not release.has_kraft:
+            raise ClusterConfigError(f"Kafka {version} has no production KRaft mode (KRaft is production ready from "
+                                     "3.3, KIP-833; before it a preview): use mode=zk, or a release from 3.3")
         if mode == "zk" and opts.controllers:
             raise ClusterConfigError("controllers= is a KRaft option; ZooKeeper mode runs one ZooKeeper node")
         if not 1 <= opts.min_insync_replicas:
             raise ClusterConfigError("min_insync_replicas: give at least 1")
+        release.inter_broker_protocol(opts.truncation, mode)  # refuses what the release cannot express
         return KafkaOptions(**{**opts.to_dict(), "mode": mode})
+
+    def protocol_description(self) -> str:
+        """e.g. "kafka 0.11.0.3, its own protocol (KIP-101 leader epochs)"; only on checked options."""
+        return f"kafka {self.version}, {self.release.describe_protocol(self.truncation)}"
 
 
 def _property_value(name: str, value: Any) -> str:

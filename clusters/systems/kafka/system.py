@@ -4,10 +4,13 @@ partitioned, paused and killed like the brokers); in KRaft mode either every bro
 is also a controller (combined, the default) or `controllers=K` controller-only nodes
 `c1`..`cK` (node ids 1001..).
 
-Control-plane questions (who leads, in which epoch, with which ISR) go to the
-brokers with the Metadata API, all of them at once; a partition's view is the one
-with the highest leader epoch, the leader's own answer first among equals, so one
-broker cut off with stale metadata does not mislead the nemesis.
+Control-plane questions (who leads, in which epoch, with which ISR): in ZooKeeper mode asked of
+ZooKeeper, where the controller and the leaders write them (every release has the leader epoch
+there; Metadata has it only from 2.1, and an old broker learns an ISR change seconds late); when
+ZooKeeper does not answer (paused, killed) and in KRaft mode, asked of the brokers with the
+Metadata API, all of them at once: a partition's view is the one with the highest leader epoch,
+the leader's own answer first among equals, so one broker cut off with stale metadata does not
+mislead the nemesis.
 """
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ from clusters.errors import ClusterConfigError, HostError
 from clusters.hosts.base import Host, HostSet
 from clusters.systems.base import PartitionView, ProcessSpec, System, TopicSpec, read_replica_logs
 from clusters.systems.kafka import config, dist, wire
+from clusters.systems.kafka.zookeeper import ZooKeeperReader
 from clusters.systems.kafka.options import KafkaOptions
 
 ZOOKEEPER_NODE = "zk"
@@ -45,7 +49,8 @@ class KafkaSystem(System):
         if not opts.libs:
             found = dist.resolve(opts.version or None, opts.kafka_home or None,
                                  **({"say": say} if say else {}))
-            opts = KafkaOptions(**{**opts.to_dict(), "version": found.version, "libs": found.libs})
+            opts = KafkaOptions(**{**opts.to_dict(), "version": found.version, "libs": found.libs,
+                                   "scala": found.scala})
         elif not Path(opts.libs).is_dir():
             raise ClusterConfigError(f"the Kafka jars of this cluster ({opts.libs}) are gone; "
                                      "resolve them again with a new cluster")
@@ -213,6 +218,35 @@ class KafkaSystem(System):
                 raise HostError(f"topic {topic.name}: not every partition had a leader in time")
             time.sleep(POLL_S)
 
+    def _zookeeper(self, hosts: HostSet, timeout: float) -> ZooKeeperReader:
+        zk = hosts[ZOOKEEPER_NODE]
+        return ZooKeeperReader(zk.address, zk.port("zookeeper", config.ZOOKEEPER_PORT), min(ASK_TIMEOUT_S, timeout))
+
+    def _zookeeper_view(self, hosts: HostSet, topic: str, partition: int | None,
+                        timeout: float) -> tuple[dict[int, tuple[int, ...]], PartitionView | None] | None:
+        """(partition -> replicas, the partition's view) from ZooKeeper; None when it does not answer."""
+        if not self.zookeeper_mode:
+            return None
+        try:
+            with self._zookeeper(hosts, timeout) as zk:
+                replicas = zk.replicas(topic)
+                state = zk.partition_state(topic, partition) \
+                    if replicas is not None and partition in replicas else None
+        except HostError:
+            return None  # ZooKeeper paused, killed or cut: the brokers' metadata answers instead
+        if replicas is None:
+            raise HostError(f"no Kafka broker knows topic {topic!r} (ZooKeeper has no /brokers/topics/{topic})")
+        if partition is None:
+            return replicas, None
+        if partition not in replicas:
+            raise HostError(f"topic {topic!r} has no partition {partition}")
+        if state is None:  # created, not yet given a leader by the controller
+            return replicas, PartitionView(topic, partition, None, -1, tuple(node_name(r) for r in replicas[partition]), ())
+        leader = None if state.leader == NO_LEADER else node_name(state.leader)
+        return replicas, PartitionView(topic, partition, leader, state.leader_epoch,
+                                       tuple(node_name(r) for r in replicas[partition]),
+                                       tuple(node_name(r) for r in state.isr))
+
     def _partitions(self, hosts: HostSet, topic: str, timeout: float) -> dict[int, list[tuple[int, wire.PartitionMetadata]]]:
         """partition -> [(answering broker, its view)] from every broker that knows the topic."""
         seen: dict[int, list[tuple[int, wire.PartitionMetadata]]] = {}
@@ -230,9 +264,15 @@ class KafkaSystem(System):
         return seen
 
     def partitions(self, hosts: HostSet, topic: str, timeout: float = 5.0) -> list[int]:
+        found = self._zookeeper_view(hosts, topic, None, timeout)
+        if found is not None:
+            return sorted(found[0])
         return sorted(self._partitions(hosts, topic, timeout))
 
     def partition_view(self, hosts: HostSet, topic: str, partition: int, timeout: float = 5.0) -> PartitionView:
+        found = self._zookeeper_view(hosts, topic, partition, timeout)
+        if found is not None and found[1] is not None:
+            return found[1]
         views = self._partitions(hosts, topic, timeout).get(partition)
         if not views:
             raise HostError(f"topic {topic!r} has no partition {partition}")
@@ -244,6 +284,13 @@ class KafkaSystem(System):
     def controller_broker(self, hosts: HostSet) -> str | None:
         if not self.zookeeper_mode:
             return None
+        try:
+            with self._zookeeper(hosts, ASK_TIMEOUT_S) as zk:
+                controller = zk.controller()
+            if controller is not None:
+                return node_name(controller)
+        except HostError:
+            pass  # ask the brokers instead
         answers = self._ask_all(hosts, [], ASK_TIMEOUT_S)
         ids = {a.controller for a in answers.values() if a.controller >= 0}
         if len(ids) != 1:

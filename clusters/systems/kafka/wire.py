@@ -1,7 +1,12 @@
 """A synchronous Kafka-protocol client for the cluster's control-plane questions to stock
-Kafka: Metadata (brokers, leaders, leader epochs, ISRs) and CreateTopics. One request per
-connection, kafka-python's generated classes for the bytes; versions every Kafka from
-3.0 to 4.x answers (Metadata v7, CreateTopics v4: both before flexible encoding).
+Kafka of any release from 0.10.2 to 4.x: Metadata (brokers, controller, leaders, leader
+epochs, ISRs) and CreateTopics.
+
+Each question opens a connection, asks ApiVersions (v0, which every release answers) and then
+asks at the newest version both sides speak, capped below the flexible encodings (Metadata v7,
+CreateTopics v4) — so 0.10.2 is asked Metadata v2 and CreateTopics v1, 4.x Metadata v7.
+Fields a version lacks read as unknown: no leader epoch before Metadata v7 (Kafka 2.1), no
+controller before v1. kafka-python's generated classes make the bytes.
 """
 from __future__ import annotations
 
@@ -12,14 +17,15 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from kafka.protocol.admin.topics import CreateTopicsRequest
+from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 from kafka.protocol.metadata.metadata import MetadataRequest
 
 from clusters.errors import HostError
 from clusters.systems.framing import recv_exactly
 
-METADATA_VERSION = 7
-CREATE_TOPICS_VERSION = 4
+NEWEST = {MetadataRequest: 7, CreateTopicsRequest: 4}  # the newest version read: never a flexible one
 MAX_RESPONSE_BYTES = 64 << 20
+UNKNOWN = -1
 _LENGTH = struct.Struct(">i")
 
 
@@ -28,7 +34,7 @@ class PartitionMetadata:
     partition: int
     error_code: int
     leader: int
-    leader_epoch: int
+    leader_epoch: int  # UNKNOWN before Metadata v7
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
 
@@ -36,60 +42,105 @@ class PartitionMetadata:
 @dataclass(frozen=True)
 class Metadata:
     brokers: tuple[int, ...]
-    controller: int
+    controller: int  # UNKNOWN before Metadata v1
     topics: dict[str, tuple[int, tuple[PartitionMetadata, ...]]]  # name -> (error code, partitions)
+    version: int = NEWEST[MetadataRequest]  # the Metadata version the broker was asked
 
 
-def call(host: str, port: int, request: Any, version: int, timeout: float) -> Any:
-    """Send one request, return the decoded response; HostError when unreachable or garbled."""
-    where = f"the Kafka broker at {host}:{port}"
-    request.API_VERSION = version
-    request.with_header(correlation_id=1, client_id="fencepost")
-    payload = bytes(request.encode(version=version, header=True))
-    try:
-        with socket.create_connection((host, port), timeout=timeout) as sock:
-            sock.settimeout(timeout)
-            sock.sendall(_LENGTH.pack(len(payload)) + payload)
-            (size,) = _LENGTH.unpack(recv_exactly(sock, 4))
+class Connection:
+    """One TCP connection to a broker; requests one at a time, each answered before the next."""
+
+    def __init__(self, host: str, port: int, timeout: float) -> None:
+        self.where = f"the Kafka broker at {host}:{port}"
+        self.timeout = timeout
+        self.correlation = 0
+        try:
+            self.sock = socket.create_connection((host, port), timeout=timeout)
+        except OSError as e:
+            raise HostError(f"{self.where} did not answer: {e}") from None
+        self.sock.settimeout(timeout)
+        self.versions: dict[int, tuple[int, int]] = {}
+
+    def __enter__(self) -> Connection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.sock.close()
+
+    def ask(self, request: Any, version: int) -> Any:
+        """Send one request at `version`, return its decoded response (HostError when garbled)."""
+        self.correlation += 1
+        request.API_VERSION = version
+        request.with_header(correlation_id=self.correlation, client_id="fencepost")
+        payload = bytes(request.encode(version=version, header=True))
+        name = type(request).__name__
+        try:
+            self.sock.sendall(_LENGTH.pack(len(payload)) + payload)
+            (size,) = _LENGTH.unpack(recv_exactly(self.sock, 4))
             if not 4 <= size <= MAX_RESPONSE_BYTES:
-                raise HostError(f"{where} sent a response frame of {size} bytes")
-            frame = recv_exactly(sock, size)
-    except (OSError, struct.error) as e:
-        raise HostError(f"{where} did not answer {type(request).__name__}: {e}") from None
-    (correlation,) = _LENGTH.unpack_from(frame, 0)
-    if correlation != 1:
-        raise HostError(f"{where} answered correlation id {correlation}, not 1")
-    response_class = getattr(sys.modules[type(request).__module__],
-                             type(request).__name__.replace("Request", "Response"))
-    try:
-        return response_class.decode(frame[4:], version=version)
-    except Exception as e:  # the generated decoders raise whatever bad bytes provoke
-        raise HostError(f"{where}: cannot decode its {response_class.__name__}: {e}") from None
+                raise HostError(f"{self.where} sent a response frame of {size} bytes")
+            frame = recv_exactly(self.sock, size)
+        except (OSError, struct.error) as e:
+            raise HostError(f"{self.where} did not answer {name}: {e}") from None
+        (correlation,) = _LENGTH.unpack_from(frame, 0)
+        if correlation != self.correlation:
+            raise HostError(f"{self.where} answered correlation id {correlation}, not {self.correlation}")
+        response_class = getattr(sys.modules[type(request).__module__], name.replace("Request", "Response"))
+        try:
+            return response_class.decode(frame[4:], version=version)
+        except Exception as e:  # the generated decoders raise whatever bad bytes provoke
+            raise HostError(f"{self.where}: cannot decode its {response_class.__name__} v{version}: {e}") from None
+
+    def version_for(self, request_class: type) -> int:
+        """The newest version of `request_class` both sides speak (ApiVersions asked once)."""
+        if not self.versions:
+            answer = self.ask(ApiVersionsRequest(), 0)
+            if answer.error_code != 0:
+                raise HostError(f"{self.where} answered ApiVersions with error {answer.error_code}")
+            self.versions = {k.api_key: (k.min_version, k.max_version) for k in answer.api_keys}
+        key, name = request_class.API_KEY, request_class.__name__.removesuffix("Request")
+        if key not in self.versions:
+            raise HostError(f"{self.where} does not serve {name} (API key {key})")
+        low, high = self.versions[key]
+        version = min(high, NEWEST[request_class])
+        if version < low:
+            raise HostError(f"{self.where} speaks {name} v{low}..v{high} only; fencepost asks up to "
+                            f"v{NEWEST[request_class]}")
+        return version
 
 
 def metadata(host: str, port: int, topics: Sequence[str] | None, timeout: float) -> Metadata:
-    wanted = None if topics is None else [MetadataRequest.MetadataRequestTopic(name=t) for t in topics]
-    answer = call(host, port, MetadataRequest(topics=wanted, allow_auto_topic_creation=False),
-                  METADATA_VERSION, timeout)
+    """The broker's view of the cluster and of `topics` (None: every topic; []: none — v0 cannot
+    ask for no topic and answers all, which callers ignore)."""
+    with Connection(host, port, timeout) as connection:
+        version = connection.version_for(MetadataRequest)
+        wanted = None if topics is None else [MetadataRequest.MetadataRequestTopic(name=t) for t in topics]
+        if version == 0 and wanted is None:
+            wanted = []  # v0 has no null: an empty list means every topic
+        answer = connection.ask(MetadataRequest(topics=wanted, allow_auto_topic_creation=False), version)
+    controller = answer.controller_id if version >= 1 else UNKNOWN
     return Metadata(
         brokers=tuple(sorted(b.node_id for b in answer.brokers)),
-        controller=answer.controller_id,
+        controller=UNKNOWN if controller is None else controller,
         topics={t.name: (t.error_code, tuple(
-            PartitionMetadata(p.partition_index, p.error_code, p.leader_id, p.leader_epoch,
+            PartitionMetadata(p.partition_index, p.error_code, p.leader_id,
+                              p.leader_epoch if version >= 7 else UNKNOWN,
                               tuple(p.replica_nodes), tuple(p.isr_nodes))
             for p in sorted(t.partitions, key=lambda p: p.partition_index)))
-                for t in answer.topics})
+                for t in answer.topics},
+        version=version)
 
 
 def create_topic(host: str, port: int, name: str, partitions: int, replication_factor: int,
                  configs: dict[str, str], timeout: float) -> tuple[int, str | None]:
-    """(error code, message) of creating one topic."""
+    """(error code, message) of creating one topic (no message before CreateTopics v1)."""
     config = CreateTopicsRequest.CreatableTopic.CreatableTopicConfig
     topic = CreateTopicsRequest.CreatableTopic(
         name=name, num_partitions=partitions, replication_factor=replication_factor, assignments=[],
         configs=[config(name=k, value=v) for k, v in configs.items()])
-    answer = call(host, port, CreateTopicsRequest(topics=[topic], timeout_ms=int(timeout * 1000),
-                                                  validate_only=False), CREATE_TOPICS_VERSION, timeout + 2)
+    with Connection(host, port, timeout + 2) as connection:
+        version = connection.version_for(CreateTopicsRequest)
+        answer = connection.ask(CreateTopicsRequest(topics=[topic], timeout_ms=int(timeout * 1000),
+                                                    validate_only=False), version)
     result = answer.topics[0]
-    return result.error_code, result.error_message
-
+    return result.error_code, result.error_message if version >= 1 else None
