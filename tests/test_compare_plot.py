@@ -13,6 +13,13 @@ from harness.compare.plot import draw_rates, plot_rates
 from harness.compare.table import Row
 
 
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    import matplotlib.pyplot as plt
+    plt.close("all")
+
+
 def row(system: str, truncation: str, faults: str, runs: int, invalid: int, unknown: int = 0,
         crashed: int = 0) -> Row:
     return Row(system, truncation, faults, runs, invalid, unknown, crashed, {}, {})
