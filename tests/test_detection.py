@@ -3,6 +3,7 @@ partition made by hand, and the Spark pipeline's steps (harness/analysis/checks.
 without Spark) agreeing with `fencepost compare` run by run."""
 from __future__ import annotations
 
+import csv
 import shutil
 from pathlib import Path
 
@@ -101,3 +102,18 @@ def test_analyze_and_compare_agree_run_by_run(tmp_path):
         detected += spark.first_detection_s is not None
         assert (spark.first_detection_s is not None) == (spark.verdict == "invalid"), run_dir.name
     assert detected == 4  # the hand-made run and the three hw examples
+
+
+def test_analyze_summary_and_compare_show_one_median(tmp_path):
+    from harness.analysis.output import write_outputs
+    from harness.compare.table import rows
+
+    runs = [two_lost_writes(tmp_path / "hand")]
+    runs += [Path(shutil.copytree(EXAMPLES / name, tmp_path / name))
+             for name in ("kip101-scenario-1", "kafka-1211-example-2-high-watermark")]
+    verdicts = [spark_steps(run_dir) for run_dir in runs]
+    written = write_outputs(verdicts, tmp_path / "analysis", "t")
+    with open(written["summary"]) as f:
+        summary = {(r["system"], r["truncation"], r["faults"]): r["median_first_detection_s"] for r in csv.DictReader(f)}
+    compared = {(r.system, r.truncation, r.faults): f"{r.median_first_detection_s:.3f}" for r in rows(collect(runs))}
+    assert summary == compared and summary[("own", "hw", "kill")] == "4.500"
