@@ -463,6 +463,8 @@ def test_analyze_compare_cluster_and_nemesis_refuse_bad_values():
     refused(cli(["analyze", str(WORK / "nowhere")]), "nowhere")
     refused(cli(["compare", str(WORK / "nowhere")]), "nowhere")
     refused(cli(["compare"]), "PATH")
+    refused(cli(["compare", str(WORK / "nowhere"), "--format", "xml"]), "--format", "xml")
+    refused(cli(["compare", str(WORK / "nowhere"), "--baseline", "own:"]), "--baseline", "own:", "SYSTEM:TRUNCATION")
     for argv, names in [(["--nodes", "0"], ["--nodes 0"]), (["--nodes", "10000000000"], ["--nodes 10000000000"]),
                         (["--partitions", "0"], ["--partitions 0"]), (["--topic", "a b"], ["--topic", "a b"]),
                         (["--replication-factor", "9"], ["--replication-factor 9"]),

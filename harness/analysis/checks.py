@@ -14,10 +14,9 @@ import pickle
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from checkers.check import PartitionReport
-from checkers.partition import PartitionHistory
 from harness.checking import check_partitions, compact
 from harness.compare.collect import configuration
+from harness.detection import first_detection_s, first_evidence_ns
 from harness.errors import BadInput
 from harness.loading import LoadedRun, load_run, verdict_stub
 from harness.verdict import decide, verdict_word
@@ -44,9 +43,9 @@ def check_run_rows(run_id: str, run_dir: Path) -> list[tuple[str, str, int, byte
     """(run_id, topic, partition, payload, detected) rows of one run: a header row (topic "",
     partition -1, detected None) holding the run without its partitions' operations (or, for a
     run that cannot be read, the message saying why), then one row per partition: its pickled,
-    compacted report and when its first invalidating anomaly was complete (history time in ns,
-    or None). The run is loaded once, as `fencepost check`
-    loads it, and its partitions checked by `checkers.check_partition`."""
+    compacted report and its first evidence (harness.detection.first_evidence_ns: history time
+    in ns, or None; taken from the full report, before compacting). The run is loaded once, as
+    `fencepost check` loads it, and its partitions checked by `checkers.check_partition`."""
     try:
         run = load_run(run_dir)
     except BadInput as e:  # one unreadable run is that run's error, not the campaign's
@@ -56,27 +55,8 @@ def check_run_rows(run_id: str, run_dir: Path) -> list[tuple[str, str, int, byte
     rows = [(run_id, "", -1, pickle.dumps((header, RunConfig(*configuration(run.test)))), None)]
     for ((topic, partition), ph), report in zip(run.partitions.items(), reports):
         rows.append((run_id, topic, partition, pickle.dumps(compact(report, EXAMPLES_KEPT)),
-                     _first_evidence(ph, report, run.invalid_anomalies)))
+                     first_evidence_ns(ph, report.anomalies, run.invalid_anomalies)))
     return rows
-
-
-def _first_evidence(ph: PartitionHistory, report: PartitionReport, invalid: frozenset[str]) -> int | None:
-    """The earliest time at which all operations of some invalidating anomaly had completed."""
-    times: dict[int, int] = {}
-    for op in (*ph.sends, *ph.polls):
-        if op.complete_index is not None and op.complete_time is not None:
-            times[op.invoke_index] = times[op.complete_index] = op.complete_time
-    earliest = None
-    for anomaly in report.anomalies:
-        if anomaly.name not in invalid:
-            continue
-        indices = [i for pair in anomaly.details.get("ops", ()) for i in (pair if isinstance(pair, (list, tuple))
-                                                                           else (pair,))]
-        known = [times[i] for i in indices if i in times]
-        if known:
-            done = max(known)
-            earliest = done if earliest is None else min(earliest, done)
-    return earliest
 
 
 @dataclass(frozen=True)
@@ -85,7 +65,7 @@ class RunVerdict:
     config: RunConfig
     verdict: str
     anomaly_counts: dict[str, int]
-    first_detection_s: float | None  # seconds from the run's start (history time 0) to the first invalidating evidence
+    first_detection_s: float | None  # harness.detection.first_detection_s
     reasons: list[str]
     run_dir: str = ""
 
@@ -101,7 +81,6 @@ def judge(run_id: str, header_payload: bytes, reports: list[tuple[bytes, int | N
     for report in loaded:
         for anomaly in report.anomalies:
             counts[anomaly.name] = counts.get(anomaly.name, 0) + 1
-    detections = [t for _, t in reports if t is not None]
-    first = min(detections) / 1e9 if detections and verdict.valid is False else None
+    first = first_detection_s(verdict.valid, (t for _, t in reports))
     return RunVerdict(run_id, config, verdict_word(verdict.valid), dict(sorted(counts.items())), first,
                       list(verdict.reasons))

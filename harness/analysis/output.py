@@ -7,25 +7,23 @@ from __future__ import annotations
 import csv
 import html
 import io
-import statistics
 from pathlib import Path
 
 from harness.analysis.checks import RunVerdict
 from harness.campaign.junit import write_junit
 from harness.compare.collect import RunResult
 from harness.compare.plot import plot_rates
-from harness.compare.table import Row, render, rows
+from harness.compare.formats import render
+from harness.compare.significance import with_p_values
+from harness.compare.table import Row, rows
+from harness.detection import median_s
 
 
 def configuration_rows(verdicts: list[RunVerdict]) -> list[Row]:
-    return rows(RunResult(Path(v.run_id), v.config.system, v.config.truncation, v.config.faults, v.verdict,
-                          v.anomaly_counts) for v in verdicts)
-
-
-def median_detection(verdicts: list[RunVerdict], row: Row) -> float | None:
-    times = [v.first_detection_s for v in verdicts if v.first_detection_s is not None
-             and (v.config.system, v.config.truncation, v.config.faults) == (row.system, row.truncation, row.faults)]
-    return statistics.median(times) if times else None
+    """The rows of `fencepost compare` (p-values against the row above in each fault group,
+    median time to first detection) for the runs judged on Spark."""
+    return with_p_values(rows(RunResult(Path(v.run_id), v.config.system, v.config.truncation, v.config.faults,
+                                        v.verdict, v.anomaly_counts, v.first_detection_s) for v in verdicts))
 
 
 def write_outputs(verdicts: list[RunVerdict], out: Path, title: str) -> dict[str, Path]:
@@ -51,7 +49,7 @@ def _summary_csv(verdicts: list[RunVerdict], table: list[Row]) -> str:
                      "ci_low", "ci_high", "median_first_detection_s", "anomaly_counts"])
     for row in table:
         low, high = row.interval
-        median = median_detection(verdicts, row)
+        median = row.median_first_detection_s
         writer.writerow([row.system, row.truncation, row.faults, row.runs, row.invalid, row.unknown, row.crashed,
                          f"{row.invalid_rate:.4f}", f"{low:.4f}", f"{high:.4f}",
                          "" if median is None else f"{median:.3f}",
@@ -74,7 +72,7 @@ def _plot_detection(verdicts: list[RunVerdict], table: list[Row], path: Path) ->
     for i, times in enumerate(samples):
         if times:
             ax.scatter([i] * len(times), times, alpha=0.6)
-            ax.hlines(statistics.median(times), i - 0.3, i + 0.3, color="black")
+            ax.hlines(median_s(times), i - 0.3, i + 0.3, color="black")
     ax.set_xticks(range(len(labels)), labels, fontsize="small")
     ax.set_ylabel("seconds into the run")
     ax.set_title("time to first detection of an invalidating anomaly (line: median)")
@@ -95,7 +93,7 @@ def _report_html(title: str, verdicts: list[RunVerdict], table: list[Row]) -> st
              "<th>rate [95% CI]</th><th>median first detection</th></tr>"]
     for row in table:
         low, high = row.interval
-        median = median_detection(verdicts, row)
+        median = row.median_first_detection_s
         lines.append(f"<tr><td>{esc(row.system)}</td><td>{esc(row.truncation)}</td><td>{esc(row.faults)}</td>"
                      f"<td>{row.runs}</td><td>{row.invalid}</td><td>{row.invalid_rate:.2f} [{low:.2f}, {high:.2f}]"
                      f"</td><td>{'' if median is None else f'{median:.1f} s'}</td></tr>")

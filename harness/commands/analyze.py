@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         spark.stop()
     from harness.analysis.output import configuration_rows, write_outputs
-    from harness.compare.table import render
+    from harness.compare.formats import render
 
     written = write_outputs(verdicts, out, args.paths[0].resolve().name)
     print(render(configuration_rows(verdicts)))

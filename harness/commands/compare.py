@@ -1,14 +1,19 @@
-"""`fencepost compare PATH... [--out DIR]`: runs or campaigns side by side — per system,
-truncation and fault: runs, invalid runs, the invalid-run rate with its Wilson 95%
-interval, the anomalies found; printed as a table, written as compare.csv and
-compare.png (harness/compare/)."""
+"""`fencepost compare PATH... [--out DIR] [--format text|json|markdown] [--baseline
+SYSTEM[:TRUNCATION]]`: runs or campaigns side by side — per system, truncation and fault:
+runs, invalid runs, the invalid-run rate with its Wilson 95% interval, Fisher's exact
+p-value against the previous row of its fault group (or the baseline's row), the median
+time to first detection and the anomalies found; printed in the chosen format, written as
+compare.csv and compare.png (harness/compare/). Nothing is written into the runs read."""
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
+from harness.compare.formats import FORMATS
+
 NAME = "compare"
-HELP = "compare runs or campaigns per protocol version and fault: table, CSV and plot"
+HELP = "compare runs or campaigns per protocol version and fault: table, p-values, CSV and plot"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -16,17 +21,39 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run directories, campaign directories, or folders holding them")
     parser.add_argument("--out", type=Path, default=Path("results") / "compare",
                         help="where compare.csv and compare.png go (default results/compare)")
+    parser.add_argument("--format", choices=FORMATS, default="text",
+                        help="what is printed: text (a table, the default), json (a list of rows with every "
+                             "figure) or markdown (a GitHub table); the line naming the files written goes to "
+                             "stderr for json and markdown")
+    parser.add_argument("--baseline", metavar="SYSTEM[:TRUNCATION]",
+                        help="test every row of a fault group against this configuration's row of the group "
+                             "(e.g. kafka:2.0.1, own:hw, kafka:2.0.1:kip320) instead of against the row above it")
 
 
 def run(args: argparse.Namespace) -> int:
     from harness.compare.collect import collect
+    from harness.compare.formats import render, to_csv
     from harness.compare.plot import plot_rates
-    from harness.compare.table import render, rows, to_csv
+    from harness.compare.significance import Baseline, groups_without, with_p_values
+    from harness.compare.table import rows
+    from harness.errors import BadInput
 
-    table = rows(collect(args.paths))
-    print(render(table))
+    baseline = Baseline.parse(args.baseline) if args.baseline is not None else None
+    results = collect(args.paths)
+    out = args.out.resolve()
+    for result in results:
+        if out.is_relative_to(result.run_dir.resolve()):
+            raise BadInput(f"--out {args.out} lies inside the run directory {result.run_dir}, which compare "
+                           "reads and never writes into: give another folder")
+    table = with_p_values(rows(results), baseline)
+    text = render(table, args.format, None if baseline is None else str(baseline))
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    aside = sys.stdout if args.format == "text" else sys.stderr
+    if baseline is not None:
+        for faults in groups_without(table, baseline):
+            print(f"no {baseline} runs under faults {faults}: no p-values there", file=aside)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "compare.csv").write_text(to_csv(table))
     plot = plot_rates(table, args.out / "compare.png")
-    print(f"table: {args.out / 'compare.csv'}; plot: {plot}")
+    print(f"table: {args.out / 'compare.csv'}; plot: {plot}", file=aside)
     return 0

@@ -1,7 +1,12 @@
 """The runs behind the paths given to `fencepost compare`: a run directory (test.json and
 history.jsonl), a campaign directory (runs/*/outcome.json), or any folder holding such
-run directories below it. A run's verdict and anomaly counts come from its results.json;
-a run not checked yet is checked here (results.json written, as `fencepost check` does)."""
+run directories below it.
+
+Nothing is written into what is read. A run's verdict and anomaly counts come from its
+results.json; a run without one is checked in memory (harness/compare/checked.py). The
+time to first detection needs every anomaly of a run, where results.json keeps a few
+examples of each: an invalid run is checked in memory for it (results.json's verdict
+and counts stand; the figure is None if that check does not find the run invalid)."""
 from __future__ import annotations
 
 import json
@@ -22,6 +27,7 @@ class RunResult:
     faults: str
     verdict: str  # valid, invalid, unknown, crashed
     anomaly_counts: dict[str, int] = field(default_factory=dict)
+    first_detection_s: float | None = None  # harness/detection.py; invalid runs only
 
     @property
     def configuration(self) -> tuple[str, str, str]:
@@ -79,15 +85,21 @@ def configuration(test: dict) -> tuple[str, str, str]:
 
 
 def _run(run_dir: Path) -> RunResult:
+    from harness.compare.checked import check_in_memory
+
     test = _json(run_dir / "test.json")
     results = _json(run_dir / "results.json")
+    checked = None
     if not results:
-        from harness.checking import check_run
-        results = check_run(run_dir, out=None, jobs=1).results
-    valid = results.get("valid")
+        checked = check_in_memory(run_dir)
+        valid, counts = checked.valid, checked.anomaly_counts
+    else:
+        valid, counts = results.get("valid"), results.get("anomaly_counts", {})
+        if valid is False:
+            checked = check_in_memory(run_dir)
     verdict = "valid" if valid is True else "invalid" if valid is False else "unknown"
-    return RunResult(run_dir, *configuration(test), verdict,
-                     {k: int(v) for k, v in results.get("anomaly_counts", {}).items()})
+    return RunResult(run_dir, *configuration(test), verdict, {k: int(v) for k, v in counts.items()},
+                     None if checked is None else checked.first_detection_s)
 
 
 def _json(path: Path) -> dict:

@@ -1,0 +1,110 @@
+"""`fencepost compare`'s table in each output form: text (the terminal), markdown (a GitHub
+table for a README or $GITHUB_STEP_SUMMARY), json (every figure of every row) and CSV
+(compare.csv: the columns of earlier releases first, in their order, new ones at the end)."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Any
+
+from harness.compare.table import Row
+
+FORMATS = ("text", "json", "markdown")
+HEADER = ("system", "truncation", "faults", "runs", "invalid", "invalid rate [95% CI]", "p (Fisher) vs",
+          "median first detection", "anomalies (runs: total)")
+CSV_COLUMNS = ("system", "truncation", "faults", "runs", "invalid", "unknown", "crashed", "invalid_rate",
+               "ci_low", "ci_high", "anomalies", "p_value", "versus", "median_first_detection_s")
+
+
+def render(table: list[Row], form: str = "text", against: str | None = None) -> str:
+    """The table as `form` (one of FORMATS). `against`: the baseline the p-values were
+    taken against (None: each row against the previous one of its fault group)."""
+    if form == "json":
+        return to_json(table)
+    if form == "markdown":
+        return to_markdown(table, against)
+    if form == "text":
+        return to_text(table, against)
+    raise ValueError(f"unknown format {form!r}: one of {', '.join(FORMATS)}")
+
+
+def legend(against: str | None) -> str:
+    whom = f"the baseline {against}'s row" if against else "the row above it"
+    return (f"p: Fisher's exact test (two-sided) of a row's invalid-run rate against {whom} in its fault group; "
+            "unknown and crashed runs are left out of rates and tests")
+
+
+def to_text(table: list[Row], against: str | None = None) -> str:
+    lines = [HEADER, *(_cells(row) for row in table)]
+    widths = [max(len(line[i]) for line in lines) for i in range(len(HEADER) - 1)]
+    body = ["  ".join(cell.ljust(w) for cell, w in zip(line, widths)) + "  " + line[-1] for line in lines]
+    return "\n".join([*body, legend(against)])
+
+
+def to_markdown(table: list[Row], against: str | None = None) -> str:
+    def line(cells: tuple[str, ...]) -> str:
+        return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
+    align = ["---", "---", "---", "---:", "---:", "---", "---", "---:", "---"]
+    return "\n".join([line(HEADER), "|" + "|".join(align) + "|", *(line(_cells(row)) for row in table), "",
+                      f"_{legend(against)}._"]) + "\n"
+
+
+def to_json(table: list[Row]) -> str:
+    return json.dumps([as_dict(row) for row in table], indent=2) + "\n"
+
+
+def as_dict(row: Row) -> dict[str, Any]:
+    low, high = row.interval
+    return {"system": row.system, "truncation": row.truncation, "faults": row.faults, "runs": row.runs,
+            "judged": row.judged, "invalid": row.invalid, "unknown": row.unknown, "crashed": row.crashed,
+            "invalid_rate": row.invalid_rate if row.judged else None, "ci_low": low, "ci_high": high,
+            "p_value": row.p_value, "versus": row.versus,
+            "median_first_detection_s": row.median_first_detection_s,
+            "runs_by_anomaly": dict(sorted(row.runs_by_anomaly.items())),
+            "anomaly_totals": dict(sorted(row.anomaly_totals.items()))}
+
+
+def to_csv(table: list[Row]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(CSV_COLUMNS)
+    for row in table:
+        low, high = row.interval
+        writer.writerow([row.system, row.truncation, row.faults, row.runs, row.invalid, row.unknown, row.crashed,
+                         f"{row.invalid_rate:.4f}", f"{low:.4f}", f"{high:.4f}",
+                         ";".join(f"{k}={v}" for k, v in sorted(row.anomaly_totals.items())),
+                         "" if row.p_value is None else f"{row.p_value:.6g}", row.versus or "",
+                         "" if row.median_first_detection_s is None else f"{row.median_first_detection_s:.3f}"])
+    return out.getvalue()
+
+
+def runs_cell(row: Row) -> str:
+    """`3`, or `3 runs (1 unknown, 1 crashed)`: the runs counted, then those of them left
+    out of the rate."""
+    left_out = [f"{n} {what}" for n, what in ((row.unknown, "unknown"), (row.crashed, "crashed")) if n]
+    if not left_out:
+        return str(row.runs)
+    return f"{row.runs} {'run' if row.runs == 1 else 'runs'} ({', '.join(left_out)})"
+
+
+def seconds(value: float) -> str:
+    """`12.3 s`; under a second two significant digits (`0.006 s`), never a bare `0.0 s`."""
+    return f"{value:.1f} s" if value >= 1 else f"{value:.2g} s"
+
+
+def p_cell(row: Row) -> str:
+    if row.p_value is None:
+        return "-"
+    p = f"{row.p_value:.4f}" if row.p_value >= 1e-4 else f"{row.p_value:.1e}"
+    return f"{p} vs {row.versus}"
+
+
+def _cells(row: Row) -> tuple[str, ...]:
+    low, high = row.interval
+    anomalies = ", ".join(f"{name} {row.runs_by_anomaly[name]}: {row.anomaly_totals[name]}"
+                          for name in sorted(row.runs_by_anomaly, key=lambda n: (-row.runs_by_anomaly[n], n)))
+    median = "-" if row.median_first_detection_s is None else seconds(row.median_first_detection_s)
+    rate = f"{row.invalid_rate:.2f} [{low:.2f}, {high:.2f}]" if row.judged else "- (no run with a verdict)"
+    return (row.system, row.truncation, row.faults, runs_cell(row), str(row.invalid), rate, p_cell(row), median,
+            anomalies or "-")
