@@ -21,16 +21,18 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
-from clusters.errors import ClusterConfigError, HostError
+from clusters.errors import ClusterConfigError, HostError, NotRejoining
 from clusters.hosts import backend_module
 from clusters.hosts.base import HostSet, ProcessHandle
 from clusters.store import check_name, load_state, save_state
 from clusters.systems import system_for
 from clusters.systems.base import PartitionView, ProcessSpec, System, TopicSpec
+from clusters.systems.markers import FatalMarker, fatal_markers
 
 READY_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 20.0
 RESTART_PAUSE_S = 0.5
+REJOIN_CHECK_S = 1.0  # how often a wait asks a node's logs whether it will ever rejoin an ISR
 POLL_S = 0.05
 NodeState = str  # "running", "paused", "down" (no process), "partial" (some of its processes down)
 
@@ -65,6 +67,8 @@ class Cluster:
         self.processes: dict[str, dict[str, ProcessHandle]] = {n: dict(p) for n, p in (processes or {}).items()}
         self.cuts: dict[str, list[str]] = {n: sorted(p) for n, p in (cuts or {}).items()}
         self.created = created or datetime.now(timezone.utc).isoformat(timespec="seconds")
+        self.log_starts: dict[tuple[str, str], int] = {}  # (node, role) -> its log's size when last started
+        self._rejoin_answers: dict[tuple[str, str, int], tuple[float, str | None]] = {}
 
     # -- life ---------------------------------------------------------------------------
 
@@ -206,6 +210,7 @@ class Cluster:
             first = time.monotonic()
             while True:
                 self._prepare(node, spec, timeout)
+                self.log_starts[(node, spec.role)] = self._log_size(node, spec.log)
                 handle = host.spawn(spec.role, spec.argv, spec.log)
                 running[spec.role] = handle
                 self.save()
@@ -249,6 +254,50 @@ class Cluster:
                 raise HostError(f"{handle.name} on {node} {what} in time; the end of {handle.log}:\n"
                                 f"{self.log_tail(node, handle.name)}")
             time.sleep(POLL_S)
+
+    def _log_size(self, node: str, path: str) -> int:
+        """The size of a log file on the node (0 when it does not exist yet)."""
+        try:
+            done = self.hosts[node].run(["stat", "-c", "%s", path], check=False, timeout=10)
+        except HostError:
+            return 0
+        return int(done.stdout.strip()) if done.ok and done.stdout.strip().isdigit() else 0
+
+    def log_since_start(self, node: str, role: str) -> str:
+        """What the node's `role` process logged since this Cluster last started it (its whole
+        log for a cluster attached from saved state)."""
+        handle = self.processes.get(node, {}).get(role)
+        if handle is None:
+            return ""
+        offset = self.log_starts.get((node, role), 0)
+        try:
+            done = self.hosts[node].run(["tail", "-c", f"+{offset + 1}", handle.log], check=False, timeout=10)
+        except HostError:
+            return ""
+        return done.stdout if done.ok else ""
+
+    def fatal_markers(self, node: str) -> list[FatalMarker]:
+        """The fatal markers (clusters/systems/markers.py) the node logged since it was last started."""
+        return [m for role in self.processes.get(node, {})
+                for m in fatal_markers(self.system.name, node, self.log_since_start(node, role))]
+
+    def not_rejoining(self, node: str, topic: str, partition: int) -> str | None:
+        """Why `node` will not rejoin the ISR of topic-partition however long one waits (its process
+        exited, or it gave the partition up), or None. Asked of the node at most once a second."""
+        key = (node, topic, partition)
+        asked, answer = self._rejoin_answers.get(key, (-REJOIN_CHECK_S, None))
+        if time.monotonic() - asked >= REJOIN_CHECK_S:
+            answer = self._why_not_rejoining(node, topic, partition)
+            self._rejoin_answers[key] = (time.monotonic(), answer)
+        return answer
+
+    def _why_not_rejoining(self, node: str, topic: str, partition: int) -> str | None:
+        markers = self.fatal_markers(node)
+        if self.node_state(node) in ("down", "partial"):
+            return f"{node} is not running" + (f" (it logged: {markers[-1].line})" if markers else "")
+        name = f"{topic}-{partition}"
+        failed = [m for m in markers if m.partition == name]
+        return f"{node} gave {name} up (it logged: {failed[-1].line})" if failed else None
 
     def log_tail(self, node: str, role: str, lines: int = 30) -> str:
         handle = self.processes.get(node, {}).get(role)
@@ -333,18 +382,28 @@ class Cluster:
         return self.system.partition_view(self.hosts, topic, partition)
 
     def wait_for_full_isr(self, topic: str, timeout: float = READY_TIMEOUT_S) -> None:
-        """Until every partition of `topic` has a leader and every replica in its ISR (the quiesce phase)."""
+        """Until every partition of `topic` has a leader and every replica in its ISR (the quiesce
+        phase); NotRejoining as soon as a missing replica never will (Cluster.not_rejoining)."""
         def full() -> bool:
             views = [self.partition_view(topic, p) for p in self.partitions(topic)]
-            return all(v.leader is not None and set(v.isr) == set(v.replicas) for v in views)
+            if all(v.leader is not None and set(v.isr) == set(v.replicas) for v in views):
+                return True
+            hopeless = sorted({why for v in views for node in set(v.replicas) - set(v.isr)
+                               if (why := self.not_rejoining(node, topic, v.partition))})
+            if hopeless:
+                raise NotRejoining("; ".join(hopeless))
+            return False
         self.wait_for(full, timeout, f"every partition of {topic} with a leader and a full ISR")
 
     def wait_for(self, condition: Callable[[], Any], timeout: float, what: str) -> Any:
-        """Until `condition()` is truthy (HostError from it counts as not yet); its value."""
+        """Until `condition()` is truthy (HostError from it counts as not yet, but NotRejoining ends
+        the wait); its value."""
         deadline = time.monotonic() + timeout
         while True:
             try:
                 value = condition()
+            except NotRejoining:
+                raise
             except HostError:
                 value = None
             if value:

@@ -16,3 +16,8 @@ class ClusterConfigError(ValueError):
 
 class HostError(RuntimeError):
     """A host, or a process on it, failed; the message names which, what was asked and what came back."""
+
+
+class NotRejoining(HostError):
+    """A wait for a replica to rejoin an ISR that cannot end well: its process exited, or it gave
+    the partition up (a fatal marker in its log). The message says which and what it logged."""

@@ -7,15 +7,11 @@ never remembered: a run directory records the versions of the day it was made.
 from __future__ import annotations
 
 import platform
-import re
-import shutil
-import subprocess
 from importlib import metadata
 from importlib.util import find_spec
 from typing import Any
 
-JAVA_VERSION = re.compile(r'version "([^"]+)"')
-JAVA_TIMEOUT_S = 20.0
+from clusters.systems.kafka.dist import java_version
 
 
 def fencepost_version() -> str:
@@ -34,19 +30,6 @@ def client_versions() -> dict[str, str]:
     version = confluent_kafka.version()  # a string today; (string, number) in older releases
     return {"confluent_kafka": version if isinstance(version, str) else version[0],
             "librdkafka": confluent_kafka.libversion()[0]}
-
-
-def java_version(java: str | None = None) -> str | None:
-    """The version `java -version` reports (e.g. 17.0.15), or None without a java on PATH."""
-    java = java or shutil.which("java")
-    if java is None:
-        return None
-    try:
-        done = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=JAVA_TIMEOUT_S)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    found = JAVA_VERSION.search(done.stderr + done.stdout)
-    return found.group(1) if found else None
 
 
 def history_reader() -> str:

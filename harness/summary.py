@@ -18,6 +18,7 @@ import orjson
 from checkers.check import PartitionReport
 from harness.errors import BadInput
 from harness.history import HISTORY_FILE, lines_at
+from harness.liveness import describe as describe_liveness, liveness
 from harness.loading import LoadedRun
 from harness.verdict import Verdict, verdict_word
 
@@ -60,6 +61,7 @@ def build_results(run: LoadedRun, reports: list[PartitionReport], verdict: Verdi
         "invalid_anomalies": sorted(run.invalid_anomalies),
         "errors": run.errors,
         "warnings": run.warnings,
+        "liveness": liveness(run.run_dir, run.test),
         "linearizability": {
             partition_name(r.topic, r.partition): {
                 "linearizable": r.linearizable,
@@ -104,6 +106,8 @@ def print_summary(results: dict[str, Any], out: TextIO, results_path: Path | Non
         print(f"input problems: {errors} error(s), {warnings} warning(s) (see results.json)", file=out)
         for line in results["errors"][:3]:
             print(f"  error: {line}", file=out)
+    for line in describe_liveness(results.get("liveness") or {}):
+        print(f"liveness: {line}", file=out)
     checked = results["checked"]
     print(f"checked {checked['ops']} ops in {checked['partitions']} partition(s) in "
           f"{checked['seconds']:.2f} s", file=out)

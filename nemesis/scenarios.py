@@ -35,7 +35,7 @@ from __future__ import annotations
 import time
 from typing import Any, ContextManager
 
-from clusters.errors import ClusterConfigError, HostError
+from clusters.errors import ClusterConfigError, HostError, NotRejoining
 from clusters.systems.base import PartitionView
 from nemesis.context import NemesisContext
 from nemesis.faults import Fault
@@ -132,9 +132,18 @@ class Scenario(Fault):
         return view
 
     def await_isr(self, ctx: NemesisContext, node: str, member: bool = True) -> PartitionView:
+        """Until `node` is in (out of) the partition's ISR; a wait to rejoin ends at once, with
+        NotRejoining, when the node never will (its broker exited, or it gave the partition up)."""
         what = f"{node} {'in' if member else 'out of'} the ISR"
+
+        def reached(view: PartitionView) -> bool:
+            if (node in view.isr) == member:
+                return True
+            if member and (why := ctx.cluster.not_rejoining(node, ctx.topic, view.partition)):
+                raise NotRejoining(f"{ctx.topic}-{view.partition}: {why}")
+            return False
         with self._step(ctx, "await-isr", {"partition": self.partition, "node": node, "in_isr": member}) as op:
-            view = ctx.await_view(self.partition, lambda v: (node in v.isr) == member, what)
+            view = ctx.await_view(self.partition, reached, what)
             op.value = {**op.value, **view_json(view)}
         return view
 

@@ -113,6 +113,15 @@ class System(ABC):
         controller keeps it; Kafka's controller drops a broker whose session ended)."""
         return False
 
+    def provenance(self) -> dict[str, Any]:
+        """What the system under test is, beyond its name (release, build, runtime): test.json's
+        `versions` section holds it."""
+        return {}
+
+    def protocol_description(self) -> str:
+        """The replication protocol under test, in words, for reports."""
+        return ""
+
     def loses_unflushed_writes_on_kill(self) -> bool:
         """Whether kill -9 drops writes not yet flushed (a power cut); False unless configured so."""
         return False

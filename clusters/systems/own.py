@@ -72,6 +72,10 @@ class OwnSystem(System):
     def options(self) -> dict[str, Any]:
         return asdict(self.settings)
 
+    def protocol_description(self) -> str:
+        from clusters.systems.kafka.release import PROTOCOL_NAMES
+        return f"the own broker, truncation {self.settings.truncation} ({PROTOCOL_NAMES[self.settings.truncation]})"
+
     def node_names(self, brokers: int) -> list[str]:
         if brokers < 1:
             raise ClusterConfigError(f"--nodes {brokers}: a cluster needs at least one broker")

@@ -48,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.run.progress import Progress
     from harness.run.runner import RunError, run_test
     from harness.run.spec import build_spec, load_toml
+    from harness.liveness import describe as describe_liveness
     from harness.verdict import verdict_word
 
     config = load_toml(args.config) if args.config else {}
@@ -76,6 +77,9 @@ def run(args: argparse.Namespace) -> int:
     counts = outcome.check.results.get("anomaly_counts", {}) if outcome.check else {}
     found = ", ".join(f"{name} {n}" for name, n in counts.items() if n)
     print(f"verdict: {verdict}" + (f" ({found})" if found else ""))
+    if outcome.check is not None:
+        for line in describe_liveness(outcome.check.results.get("liveness") or {}):
+            print(f"  liveness: {line}")
     for problem in outcome.problems:
         print(f"  note: {problem}")
     print(f"run directory: {outcome.run_dir}")

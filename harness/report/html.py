@@ -77,6 +77,10 @@ def _summary(name: str, inputs: RunInputs, scan: ScannedHistory, bands: list[Ban
             rows.append((label, "(default)"))
         elif value is not None:
             rows.append((label, esc(f"{value}{unit}")))
+    if test.get("protocol"):
+        rows.append(("protocol", esc(test["protocol"])))
+    if isinstance(test.get("versions"), dict):
+        rows.append(("versions", esc(", ".join(f"{k} {v}" for k, v in test["versions"].items() if v is not None))))
     rows.append(("nemesis", esc(_nemesis_setting(test))))
     topic = _topic_setting(test)
     if topic:

@@ -28,15 +28,17 @@ from harness.checking import CheckOutcome, check_run
 from harness.errors import EXIT_CRASH, BadInput
 from harness.history import HistoryWriter, Recorder
 from harness.interrupts import sigterm_as_interrupt
+from harness.provenance import versions
 from harness.run.progress import Progress, Status
 from harness.run.spec import TestSpec
-from harness.run.store import LOG_FILE, close_logger, new_run_dir, run_logger
+from harness.run.store import LOG_FILE, close_logger, new_run_dir, run_logger, write_atomically
 from harness.run.traffic import Traffic, start_traffic, write_final_reads
 
 HISTORY = "history.jsonl"
 FINAL = "final.jsonl"
 TEST = "test.json"
-MAIN_GRACE_S = 30.0  # the nemesis may finish the action in progress after the time limit
+MAIN_GRACE_S = 30.0
+HALTING_STOP_S = 2.0  # a broker that logged it is halting: SIGTERM, then SIGKILL after this  # the nemesis may finish the action in progress after the time limit
 
 
 @dataclass
@@ -84,6 +86,7 @@ def _run_test(spec: TestSpec, progress: Progress) -> RunOutcome:
         with HistoryWriter(run_dir / HISTORY) as writer:
             recorder = Recorder(writer)
             cluster = _setup(spec, run_dir, progress, log)
+            _record_provenance(spec, cluster, run_dir, log)
             try:
                 _main_heal_and_final_reads(spec, cluster, recorder, run_dir, progress, log, outcome, started)
             finally:
@@ -120,6 +123,15 @@ def _setup(spec: TestSpec, run_dir: Path, progress: Progress, log: logging.Logge
         raise
     log.info("cluster up: bootstrap %s", cluster.bootstrap)
     return cluster
+
+
+def _record_provenance(spec: TestSpec, cluster: Cluster, run_dir: Path, log: logging.Logger) -> None:
+    """test.json again, with what the run was made with (`versions`: fencepost, Python, the client
+    library, the system's release and runtime) and the protocol under test in words; atomically."""
+    test = {**spec.to_json(), "versions": {**versions(), **cluster.system.provenance()},
+            "protocol": cluster.system.protocol_description()}
+    write_atomically(run_dir / TEST, orjson.dumps(test, option=orjson.OPT_INDENT_2))
+    log.info("versions: %s; protocol: %s", test["versions"], test["protocol"])
 
 
 def run_nemesis(nemesis: Any, duration: float, log: logging.Logger, crashes: list[BaseException]) -> None:
@@ -182,18 +194,26 @@ def _main_heal_and_final_reads(spec: TestSpec, cluster: Cluster, recorder: Recor
         outcome.problems.append(f"quiesce: {e}")  # the reads go on: an incomplete one makes the verdict unknown
         log.warning("quiesce: %s", e)
     progress.phase("final reads")
+    began = time.monotonic()
     reads = write_final_reads(spec, cluster.bootstrap, partitions, run_dir / FINAL)
+    log.info("final reads: %d lines in %.1f s", reads, time.monotonic() - began)
     for node in cluster.broker_nodes:
+        began = time.monotonic()
+        # a broker that is halting itself gets no clean stop: 0.10.2's never ends (its exit waits for itself)
+        halting = any(m.halts for m in cluster.fatal_markers(node))
         try:
-            cluster.stop(node, spec.timeouts.teardown / max(1, len(cluster.broker_nodes)))
+            cluster.stop(node, HALTING_STOP_S if halting else spec.timeouts.teardown / max(1, len(cluster.broker_nodes)))
         except HostError as e:
             outcome.problems.append(f"stopping {node}: {e}")
+        log.info("stopped %s in %.1f s", node, time.monotonic() - began)
+    began = time.monotonic()
     lines, problems = cluster.replica_log_lines(spec.timeouts.final_read)
+    log.info("replica logs read in %.1f s", time.monotonic() - began)
     outcome.problems += [f"replica dump of {p}" for p in problems]
     with open(run_dir / FINAL, "ab") as out:
         for line in lines:
             out.write(line + b"\n")
-    log.info("final reads: %d lines; replica lines: %d", reads, len(lines))
+    log.info("final.jsonl: %d final-read lines, %d replica lines", reads, len(lines))
 
 
 def _status(traffic: Traffic, nemesis: Any, since: float, limit: float) -> Status:

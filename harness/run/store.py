@@ -34,6 +34,22 @@ def point_latest(link: Path, target: Path) -> None:
     os.replace(tmp, link)
 
 
+def write_atomically(path: Path, data: bytes) -> None:
+    """`path` holds `data` whole or its old content, never a part: written beside it, fsynced,
+    renamed over it, and the directory fsynced (the rename survives a power cut too)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    with open(tmp, "wb") as out:
+        out.write(data)
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(tmp, path)
+    directory = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
+
+
 def run_logger(run_dir: Path, name: str = "fencepost.run") -> logging.Logger:
     """A logger writing to RUN_DIR/fencepost.log (its handler closed by `close_logger`)."""
     logger = logging.getLogger(f"{name}.{run_dir.name}")

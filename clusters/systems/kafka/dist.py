@@ -26,6 +26,8 @@ from clusters.errors import ClusterConfigError
 from clusters.systems.kafka.release import Release
 
 MARKER = "resolved"
+JAVA_VERSION = re.compile(r'version "([^"]+)"')
+JAVA_TIMEOUT_S = 20.0
 MAVEN_TIMEOUT_S = 900.0
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")  # Maven colours its [ERROR] lines even in batch mode
 # Maven's words for a repository it could not reach; without network on a fresh machine it
@@ -94,6 +96,19 @@ def from_home(home: Path, version: str | None) -> KafkaDistribution:
     Release.parse(found_version)
     require_java()
     return KafkaDistribution(found_version, str(libs.resolve()), scala)
+
+
+def java_version(java: str | None = None) -> str | None:
+    """The version `java -version` reports (e.g. 17.0.15), or None without a java on PATH."""
+    java = java or shutil.which("java")
+    if java is None:
+        return None
+    try:
+        done = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=JAVA_TIMEOUT_S)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    found = JAVA_VERSION.search(done.stderr + done.stdout)
+    return found.group(1) if found else None
 
 
 def require_java() -> None:

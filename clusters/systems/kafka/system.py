@@ -59,6 +59,14 @@ class KafkaSystem(System):
     def options(self) -> dict[str, Any]:
         return self.settings.to_dict()
 
+    def provenance(self) -> dict[str, Any]:
+        s = self.settings
+        return {"kafka": s.version, "scala": s.scala or None, "mode": s.mode,
+                "inter_broker_protocol": s.inter_broker_protocol, "java": dist.java_version()}
+
+    def protocol_description(self) -> str:
+        return self.settings.protocol_description()
+
     def host_paths(self) -> list[str]:
         libs = Path(self.settings.libs)
         return sorted({str(libs), str(libs.resolve()), *java_config_folders()})
