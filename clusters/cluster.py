@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import socket
 import tempfile
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -69,6 +71,7 @@ class Cluster:
         self.created = created or datetime.now(timezone.utc).isoformat(timespec="seconds")
         self.log_starts: dict[tuple[str, str], int] = {}  # (node, role) -> its log's size when last started
         self._rejoin_answers: dict[tuple[str, str, int], tuple[float, str | None]] = {}
+        self._saving = threading.RLock()  # the processes table, changed and saved by side-by-side starts
 
     # -- life ---------------------------------------------------------------------------
 
@@ -87,9 +90,15 @@ class Cluster:
         cluster = Cluster(spec, directory, hosts, system)
         try:
             cluster.save()
-            for node in nodes:
+            control = system.control_nodes(nodes)
+            for node in control:  # in order: a broker needs its control plane up
                 step(f"starting {node}")
                 cluster.start(node, timeout)
+            brokers = [n for n in nodes if n not in control]
+            step(f"starting {', '.join(brokers)}")
+            with ThreadPoolExecutor(max_workers=len(brokers) or 1) as pool:  # side by side: JVMs start slowly
+                for started in [pool.submit(cluster.start, node, timeout) for node in brokers]:
+                    started.result()
             step("waiting for every broker to register")
             system.wait_until_ready(hosts, timeout)
         except BaseException:
@@ -120,7 +129,8 @@ class Cluster:
                 "cuts": self.cuts}
 
     def save(self) -> None:
-        save_state(self.directory, self.state())
+        with self._saving:  # nodes may be started side by side
+            save_state(self.directory, self.state())
 
     def down(self, timeout: float = STOP_TIMEOUT_S) -> None:
         """Heal cuts, stop every process (SIGTERM, then SIGKILL), remove the hosts. Idempotent."""
@@ -202,7 +212,8 @@ class Cluster:
         its spec's `restart_within_s` lasts (stock Kafka refuses to start while its last ZooKeeper
         session lives)."""
         host = self.hosts[node]
-        running = self.processes.setdefault(node, {})
+        with self._saving:
+            running = self.processes.setdefault(node, {})
         for spec in self.system.process_specs(host, self.hosts):
             current = running.get(spec.role)
             if current is not None and host.process_state(current) != "gone":
@@ -212,8 +223,9 @@ class Cluster:
                 self._prepare(node, spec, timeout)
                 self.log_starts[(node, spec.role)] = self._log_size(node, spec.log)
                 handle = host.spawn(spec.role, spec.argv, spec.log)
-                running[spec.role] = handle
-                self.save()
+                with self._saving:
+                    running[spec.role] = handle
+                    self.save()
                 if self._wait_ready(node, handle, spec, first + timeout):
                     break
                 if time.monotonic() - first > spec.restart_within_s:

@@ -16,11 +16,13 @@ undone, recorded, also when a step failed).
   high watermark it knows); kill -9 L; wait for G to lead (F truncates and cannot
   refetch); kill -9 G; wait for F to lead; heal; start L and G; wait until both are in
   the ISR. That needs partitions and RF >= 3.
-- `zombie` (KAFKA-6880, KIP-320): Z, a random follower in the ISR, is cut off from the
+- `zombie` (KAFKA-6880, KIP-320): Z, a random follower in the ISR (where the controller is a
+  broker: not the controller, and L the partition's preferred replica), is cut off from the
   control plane only (it still reaches L and the other brokers); wait until Z is out of
-  the ISR (fenced); pause the other followers for `hold` seconds (writes L takes then
-  reach only Z), stop L cleanly (controlled shutdown: leadership moves to a paused
-  follower), resume them; wait for the new leader L2; start L, wait until it is in the ISR;
+  the ISR (fenced); pause the other followers (where the controller is a broker: only L's
+  successor, so that the controller is never paused) for `hold` seconds (writes L takes
+  then reach Z, never the successor), stop L cleanly (controlled shutdown: leadership moves
+  to the paused successor), resume them; wait for the new leader L2; start L, wait until it is in the ISR;
   stop L2 (leadership moves again), wait for a leader, start L2, wait until it is in the
   ISR; heal the cut and wait until Z is back in the ISR. Needs partitions and RF >= 3.
 
@@ -248,23 +250,22 @@ class Zombie(Scenario):
 
     def run(self, ctx: NemesisContext, done: dict[str, Any]) -> None:
         view = ctx.await_leader(self.partition)
-        leader = view.leader
         if len(view.replicas) < 3:
             raise ClusterConfigError(f"zombie needs a replication factor of at least 3; "
                                      f"{ctx.topic}-{self.partition} has replicas {', '.join(view.replicas)}")
-        followers = sorted(r for r in view.isr if r != leader)
-        if len(followers) < 2:
-            raise HostError(f"zombie: {ctx.topic}-{self.partition} needs two followers in its ISR, it has "
-                            f"{', '.join(view.isr)}; wait until replicas have caught up")
-        zombie = ctx.rng.choice(followers)
-        others = [f for f in followers if f != zombie]
-        done.update(leader=leader, zombie=zombie, leader_epoch=view.leader_epoch)
+        controller = ctx.cluster.system.controller_broker(ctx.cluster.hosts)
+        view, zombie, successor = self._roles(ctx, view, controller)
+        leader = view.leader
+        # Where the controller runs apart, both other followers are held back; where it is a broker,
+        # only L's successor, so that the controller (L or the third follower) is never paused.
+        held = sorted(r for r in view.isr if r not in (leader, zombie)) if controller is None else [successor]
+        done.update(leader=leader, zombie=zombie, leader_epoch=view.leader_epoch, held=held)
         self.cut_off(ctx, isolate_from(zombie, ctx.cluster.control_nodes))
         self.await_isr(ctx, zombie, member=False)
-        self.pause(ctx, others)
-        time.sleep(self.hold)  # what the leader takes now reaches only the zombie
+        self.pause(ctx, held)
+        time.sleep(self.hold)  # what the leader takes now reaches the zombie, never L's successor
         self.stop_cleanly(ctx, leader)
-        self.resume(ctx, others)
+        self.resume(ctx, held)
         second = self.await_leader(ctx, (leader, zombie)).leader
         self.start_node(ctx, leader)
         self.await_isr(ctx, leader)
@@ -275,6 +276,36 @@ class Zombie(Scenario):
         done.update(leaders=[leader, second, third.leader], leader_epoch_after=third.leader_epoch)
         self.heal_cut(ctx)
         self.await_isr(ctx, zombie)
+
+    def _roles(self, ctx: NemesisContext, view: PartitionView,
+               controller: str | None) -> tuple[PartitionView, str, str]:
+        """(the view, Z, L's successor) for this partition, or for another one when it was drawn at
+        random and roles do not fit. The successor is the ISR member the controller elects when L
+        stops: the first in replica order other than L and Z. Where the controller is a broker
+        (Kafka's ZooKeeper mode) it must be neither Z (the controller fences a broker whose session
+        ends, never itself) nor the successor (which is paused), and L must be the partition's
+        preferred replica, so that leadership comes back to L — the broker Z still fetches from —
+        when the successor stops."""
+        for candidate in self.candidate_views(ctx, view):
+            followers = [r for r in candidate.isr if r != candidate.leader]
+            if candidate.leader is None or len(followers) < 2:
+                continue
+            if controller is None:
+                zombie = ctx.rng.choice(sorted(followers))
+                self.partition = candidate.partition
+                return candidate, zombie, next(r for r in candidate.replicas if r in followers and r != zombie)
+            if candidate.replicas[:1] != (candidate.leader,):
+                continue
+            for zombie in ctx.rng.sample(sorted(followers), len(followers)):
+                successor = next(r for r in candidate.replicas if r in followers and r != zombie)
+                if controller not in (zombie, successor):
+                    self.partition = candidate.partition
+                    return candidate, zombie, successor
+        where = "" if controller is None else (f", led by its preferred replica, and followers that let the "
+                                               f"controller {controller} be neither the zombie nor the next leader")
+        raise HostError(f"zombie: no partition of {ctx.topic} has a leader and two followers in its ISR{where}; "
+                        f"{ctx.topic}-{self.partition} has ISR {', '.join(view.isr) or 'empty'}: wait until "
+                        "replicas have caught up")
 
 
 def view_json(view: PartitionView) -> dict[str, Any]:

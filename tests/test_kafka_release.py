@@ -31,10 +31,10 @@ def test_each_release_runs_the_protocol_of_its_line(text, own):
 
 
 @pytest.mark.parametrize("text, extras", [
-    ("0.10.2.2", JAXB), ("0.11.0.3", ()), ("1.0.2", ()), ("1.1.0", LOG4J_1), ("2.0.1", (ZOOKEEPER_FOR_JAVA_17, *LOG4J_1)),
+    ("0.10.2.2", JAXB), ("0.11.0.3", JAXB), ("1.0.2", ()), ("1.1.0", LOG4J_1), ("2.0.1", (ZOOKEEPER_FOR_JAVA_17, *LOG4J_1)),
     ("2.5.0", (ZOOKEEPER_FOR_JAVA_17, *LOG4J_1)), ("2.5.1", LOG4J_1), ("2.8.2", LOG4J_1), ("3.0.0", RELOAD4J),
     ("3.9.1", RELOAD4J), ("4.0.0", LOG4J_2)])
-def test_java_17_extras_are_jaxb_before_0_11_a_zookeeper_client_for_2_0_to_2_5_0_and_the_logging_backend(
+def test_java_17_extras_are_jaxb_before_1_0_a_zookeeper_client_for_2_0_to_2_5_0_and_the_logging_backend(
         text, extras):
     assert Release.parse(text).java17_extras() == tuple(extras)
 

@@ -7,8 +7,9 @@ The rules are facts about the releases, each checked on this project's machines 
 
 - **Scala build**: the one the release's own downloads recommended: 2.11 before 1.0, 2.12 from
   1.0 to 2.3, 2.13 from 2.4 (the first with a 2.13 build; 4.x has only 2.13).
-- **Java 17 extras**: 0.10.x calls `javax.xml.bind.DatatypeConverter`, gone from the JDK since
-  11: `jaxb-api` and `javax.activation-api` go on its classpath. ZooKeeper clients 3.4.11 to
+- **Java 17 extras**: 0.10.x and 0.11.x call `javax.xml.bind.DatatypeConverter` (for the
+  cluster id), gone from the JDK since 11: `jaxb-api` and `javax.activation-api` go on their
+  classpath. ZooKeeper clients 3.4.11 to
   3.5.7 cannot reach a server on Java 14 or newer (ZOOKEEPER-3779: the address's changed
   `toString` is parsed as a host name), which 2.0.0 to 2.5.0 depend on: they get ZooKeeper
   3.5.9 instead (client and the `zk` node's server; the broker's replication code is untouched).
@@ -113,7 +114,7 @@ class Release:
     def java17_extras(self) -> tuple[Artifact, ...]:
         """Jars the release needs beside its own dependencies to run on Java 17, logging included."""
         extras: list[Artifact] = []
-        if not self.at_least(0, 11, 0):
+        if not self.at_least(1, 0, 0):
             extras += JAXB
         if self.at_least(2, 0, 0) and not self.at_least(2, 5, 1):
             extras.append(ZOOKEEPER_FOR_JAVA_17)
