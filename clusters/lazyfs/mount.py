@@ -40,7 +40,9 @@ LOG = "daemon.log"
 MODELS = ("journal", "strict")
 CLUSTER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")  # goes into a mount option: no ',' or space
 READY_TIMEOUT_S = 15.0
-EXIT_TIMEOUT_S = 30.0  # a clean unmount writes every unsynced byte first
+UNMOUNTED_EXIT_S = 2.0  # an unmounted daemon ends at once, unless a mount table copy keeps it serving
+DROPPED_EXIT_S = 0.3  # a dropped daemon has nothing to write: told to stop sooner
+TERM_EXIT_S = 30.0  # told to stop, a daemon writes every unsynced byte first
 POLL_S = 0.02
 
 
@@ -156,7 +158,7 @@ class LazyMount:
         kill()
         lazy = self._detach()
         before = self.pid
-        self._await_exit()
+        self._await_exit(first_wait=DROPPED_EXIT_S)
         process = start_daemon(self.mountpoint, self.backing, self.cluster, self.options, READY_TIMEOUT_S)
         self.pid, self._process = process.pid, process
         return CutReport(lost.get("lost_bytes", 0), lost.get("lost_files", 0), lost.get("restored_entries", 0),
@@ -164,8 +166,13 @@ class LazyMount:
 
     def unmount(self) -> bool:
         """Unmount (what is not durable is made durable first, as a disk's unmount does, unless the
-        mount was dropped) and wait for the daemon to end. True when the mount was still in use
-        and was detached lazily."""
+        mount was dropped) and wait for the daemon to end; processes still using it lose it. True
+        when the mount was still in use and was detached lazily."""
+        if self._alive():
+            try:
+                self.checkpoint()  # here, where a failure is reported, rather than at the daemon's exit
+            except HostError:
+                pass  # dropped, or not answering: the unmount goes on
         lazy = self._detach()
         self._await_exit()
         return lazy
@@ -199,16 +206,15 @@ class LazyMount:
             return self._process.poll() is None
         return local_state(self.pid) != "gone" and daemon_of(self.pid) == str(self.mountpoint)
 
-    def _await_exit(self, timeout: float = EXIT_TIMEOUT_S) -> None:
+    def _await_exit(self, first_wait: float = UNMOUNTED_EXIT_S) -> None:
         """Wait for the daemon to end after its unmount. One still serving a copy of the mount in
-        another mount namespace is told to stop (SIGTERM), then killed."""
-        for sig, wait in ((None, timeout), (signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
+        another mount namespace, or a lazily detached mount's users, is told to stop (SIGTERM: it
+        makes what is left durable, unless dropped), then killed."""
+        for sig, wait in ((None, first_wait), (signal.SIGTERM, TERM_EXIT_S), (signal.SIGKILL, 5.0)):
             if sig is not None and self._alive():
                 os.kill(self.pid, sig)
             deadline = time.monotonic() + wait
-            while self._alive():
-                if time.monotonic() > deadline:
-                    break
+            while self._alive() and time.monotonic() < deadline:
                 time.sleep(POLL_S)
             if not self._alive():
                 self._process = None
