@@ -260,6 +260,20 @@ def test_sendfile_append_and_fallocate_behave_as_on_a_disk(lazy):
     assert path.read_bytes() == b"0123456789"
 
 
+def test_a_truncating_open_and_a_truncate_are_undone_by_a_cut(lazy):
+    m = lazy()
+    write(m.mountpoint / "a", b"durable a")
+    write(m.mountpoint / "b", b"durable b")
+    m.checkpoint()
+    write(m.mountpoint / "a", b"x")  # open(O_TRUNC): the kernel asks for the truncation with the open
+    os.truncate(m.mountpoint / "b", 3)
+    with open(m.mountpoint / "b", "ab") as f:
+        f.write(b"!")
+    assert tree(m.mountpoint) == {"a": b"x", "b": b"dur!"}
+    m.power_cut()
+    assert tree(m.mountpoint) == {"a": b"durable a", "b": b"durable b"}
+
+
 def test_a_mapped_file_is_durable_after_msync(lazy):
     import mmap
     m = lazy()
@@ -272,6 +286,11 @@ def test_a_mapped_file_is_durable_after_msync(lazy):
     m.power_cut()
     data = path.read_bytes()
     assert data[:4] == b"sync" and data[8192:8196] == bytes(4) and len(data) == 4096 * 3
+    other = m.mountpoint / "00000000000000000000.log"  # direct_io: the kernel refuses to map it
+    write(other, bytes(4096), sync=True)
+    with open(other, "r+b") as f, pytest.raises(OSError) as refused:
+        mmap.mmap(f.fileno(), 4096)
+    assert refused.value.errno == errno.ENODEV
 
 
 def test_a_busy_mount_is_detached_lazily_and_mounted_again(lazy):
