@@ -293,6 +293,70 @@ def test_a_mapped_file_is_durable_after_msync(lazy):
     assert refused.value.errno == errno.ENODEV
 
 
+def test_concurrent_writers_entry_changes_and_stats_keep_every_synced_byte(lazy):
+    import threading
+    m = lazy("strict")
+    root = m.mountpoint
+    (root / "meta").mkdir()
+    fsync_path(root)
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def guarded(work):
+        def run():
+            try:
+                work()
+            except BaseException as e:  # noqa: BLE001 - reported by the assertion below
+                errors.append(e)
+        return threading.Thread(target=run)
+
+    def writer(i: int) -> None:
+        with open(root / f"w{i}.bin", "wb", buffering=0) as f:
+            for j in range(64):
+                f.write(bytes([i + j & 0xFF]) * 65536)
+                if j % 16 == 15:
+                    os.fsync(f.fileno())
+            f.write(b"tail, never synced")
+
+    def shared() -> None:  # four threads write disjoint pages of one file
+        with open(root / "shared.bin", "r+b", buffering=0) as f:
+            for k in range(256):
+                os.pwrite(f.fileno(), bytes([k]) * 4096, k * 4096)
+            os.fsync(f.fileno())
+
+    def entries() -> None:
+        for k in range(200):
+            write(root / "meta" / f"t{k}", b"x")
+            os.rename(root / "meta" / f"t{k}", root / "meta" / f"r{k % 10}")
+            if k % 3 == 0:
+                os.unlink(root / "meta" / f"r{k % 10}")
+        fsync_path(root / "meta")
+
+    def stats() -> None:
+        while not done.is_set():
+            assert m.stats()["ok"]
+
+    write(root / "shared.bin", bytes(256 * 4096), sync=True)
+    fsync_path(root)
+    threads = [guarded(lambda i=i: writer(i)) for i in range(4)] + [guarded(shared) for _ in range(2)]
+    threads += [guarded(entries), guarded(stats)]
+    for t in threads[:-1]:
+        t.start()
+    threads[-1].start()
+    for t in threads[:-1]:
+        t.join()
+    done.set()
+    threads[-1].join()
+    assert errors == []
+    fsync_path(root)  # strict: the writers' files are named durably only now
+    expected_meta = sorted(os.listdir(root / "meta"))
+    m.power_cut()
+    for i in range(4):
+        assert (root / f"w{i}.bin").read_bytes() == b"".join(bytes([i + j & 0xFF]) * 65536 for j in range(64))
+    assert (root / "shared.bin").read_bytes() == b"".join(bytes([k]) * 4096 for k in range(256))
+    assert sorted(os.listdir(root / "meta")) == expected_meta
+
+
 def test_a_busy_mount_is_detached_lazily_and_mounted_again(lazy):
     m = lazy()
     write(m.mountpoint / "a", b"a", sync=True)
