@@ -2,7 +2,7 @@
  * One command per connection, one line each way; the answer is a JSON object with "ok", sent
  * only once the command is done, so a caller knows `drop` has finished before it kills anything.
  *   ping        {"ok":true,"ready":...,"pid":...,"model":...,"dropped":...}
- *   stats       what is not durable yet: bytes and files of data, directories and entries
+ *   stats       what is not durable yet: bytes (cached pages) and files of data, folders and entries
  *   checkpoint  make everything durable
  *   drop        lose everything not durable; every later request is answered with EIO
  * (A socket rather than a fifo: it answers, so success, failure and the end of a drop reach
@@ -51,9 +51,7 @@ static void count_dirty(struct lz_fs *fs, struct lz_node *n, void *arg)
     if (!node_dirty(n))
         return;
     t->files++;
-    uint64_t pages = (uint64_t)n->pages.count * LZ_PAGE;
-    uint64_t grown = n->size > n->durable_size ? (uint64_t)(n->size - n->durable_size) : 0;
-    t->bytes += pages > grown ? pages : grown;
+    t->bytes += (uint64_t)n->pages.count * LZ_PAGE;
 }
 
 static void discard(struct lz_fs *fs, struct lz_node *n, void *arg)
@@ -103,11 +101,10 @@ static void answer(struct lz_fs *fs, const char *cmd, char *out, size_t size)
         }
         pthread_rwlock_unlock(&fs->drop_lock);
         snprintf(out, size,
-                 "{\"ok\":true,\"dropped\":%s,\"dirty_bytes\":%llu,\"dirty_files\":%llu,\"cached_bytes\":%llu,"
+                 "{\"ok\":true,\"dropped\":%s,\"dirty_bytes\":%llu,\"dirty_files\":%llu,"
                  "\"pending_dirs\":%llu,\"pending_entries\":%llu}",
                  yes(fs->dropped), (unsigned long long)t.bytes, (unsigned long long)t.files,
-                 (unsigned long long)atomic_load(&fs->cached_bytes), (unsigned long long)dirs,
-                 (unsigned long long)entries);
+                 (unsigned long long)dirs, (unsigned long long)entries);
     } else if (!strcmp(cmd, "checkpoint")) {
         pthread_rwlock_wrlock(&fs->drop_lock);
         int rc = fs->dropped ? -EIO : lz_checkpoint(fs);

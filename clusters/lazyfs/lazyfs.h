@@ -124,7 +124,7 @@ ssize_t node_write(struct lz_fs *fs, struct lz_node *n, const char *buf, size_t 
 int node_truncate(struct lz_fs *fs, struct lz_node *n, off_t size);
 int node_fallocate(struct lz_fs *fs, struct lz_node *n, int mode, off_t off, off_t len);
 int node_flush(struct lz_fs *fs, struct lz_node *n); /* make durable: write, truncate, fsync */
-uint64_t node_discard(struct lz_fs *fs, struct lz_node *n); /* lose the cache; bytes lost */
+uint64_t node_discard(struct lz_fs *fs, struct lz_node *n); /* lose the cache; bytes of pages lost */
 bool node_dirty(const struct lz_node *n);
 void node_show(struct lz_node *n, struct stat *st); /* the cached size and times over a backing stat */
 

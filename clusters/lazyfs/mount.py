@@ -77,7 +77,7 @@ class LazyOptions:
 @dataclass(frozen=True)
 class CutReport:
     """What a power cut did."""
-    lost_bytes: int  # unsynced data dropped (whole cached pages, or growth of a file)
+    lost_bytes: int  # unsynced data dropped, in whole 4 KiB pages
     lost_files: int  # files that had unsynced data
     restored_entries: int  # directory entries put back (unlinked or renamed without a durable point)
     removed_entries: int  # entries taken away (made without a durable point)
@@ -134,7 +134,8 @@ class LazyMount:
     # -- commands ------------------------------------------------------------------------------
 
     def stats(self) -> dict[str, Any]:
-        """Not durable yet: dirty_bytes, dirty_files, pending_dirs, pending_entries (and cached_bytes)."""
+        """Not durable yet: dirty_bytes (cached 4 KiB pages), dirty_files (with unsynced data or size),
+        pending_dirs (folders with entry changes), pending_entries (entries that differ from their durable state)."""
         return control.send(self.backing, "stats")
 
     def checkpoint(self) -> None:

@@ -463,8 +463,6 @@ int node_flush(struct lz_fs *fs, struct lz_node *n)
 uint64_t node_discard(struct lz_fs *fs, struct lz_node *n)
 {
     uint64_t lost = (uint64_t)n->pages.count * LZ_PAGE;
-    if (n->size > n->durable_size)
-        lost = lost > (uint64_t)(n->size - n->durable_size) ? lost : (uint64_t)(n->size - n->durable_size);
     pm_free_all(fs, &n->pages);
     n->size = n->low = n->durable_size;
     n->mtime_set = false;
