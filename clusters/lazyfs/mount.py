@@ -31,7 +31,7 @@ from typing import Any, Callable, Mapping
 
 from clusters.errors import ClusterConfigError, HostError
 from clusters.hosts.base import CLUSTER_ENV
-from clusters.hosts.local_process import local_state
+from clusters.hosts.local_process import local_state, signal_local
 from clusters.lazyfs import control, mounts
 from clusters.lazyfs.build import check_device, daemon_binary
 
@@ -213,7 +213,7 @@ class LazyMount:
         makes what is left durable, unless dropped), then killed."""
         for sig, wait in ((None, first_wait), (signal.SIGTERM, TERM_EXIT_S), (signal.SIGKILL, 5.0)):
             if sig is not None and self._alive():
-                os.kill(self.pid, sig)
+                signal_local(self.pid, sig)
             deadline = time.monotonic() + wait
             while self._alive() and time.monotonic() < deadline:
                 time.sleep(POLL_S)
