@@ -3,13 +3,15 @@ log's write pattern), on the plain disk, through the daemon as a plain passthrou
 alone: every write goes to the backing file at once) and through the lazy filesystem (writes
 held in its cache, written out and fsynced at each fsync), side by side in one run.
 
-Run (as root, FUSE available): python bench/lazyfs_bench.py [--mib 128] [--fsync-every 256] [--rounds 3]
-Prints MiB/s and appends/s per target (the median round) and the ratios; asserts nothing.
+Run (as root, FUSE available): python bench/lazyfs_bench.py [--mib 128] [--fsync-every 256] [--rounds 5]
+The three targets take turns, round by round; prints MiB/s and appends/s per target (medians,
+and the rounds' spread) and the ratios; asserts nothing.
 """
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -42,33 +44,38 @@ def appends(folder: Path, name: str, total: int, fsync_every: int) -> float:
         os.unlink(path)
 
 
-def measure(folder: Path, total: int, fsync_every: int, rounds: int) -> float:
-    return statistics.median(appends(folder, f"round{r}.log", total, fsync_every) for r in range(rounds))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mib", type=int, default=128, help="bytes appended per round, in MiB")
     parser.add_argument("--fsync-every", type=int, default=256, help="appends between fsyncs (256: 1 MiB)")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     total = args.mib << 20
     root = Path(tempfile.mkdtemp(prefix="lazyfs-bench-"))
-    (root / "disk").mkdir()
     print(f"sequential 4 KiB appends, {args.mib} MiB per round, fsync every {args.fsync_every} appends "
-          f"({args.fsync_every * BLOCK // 1024} KiB), median of {args.rounds} rounds; under {root}")
-    seconds = {"disk": measure(root / "disk", total, args.fsync_every, args.rounds)}
+          f"({args.fsync_every * BLOCK // 1024} KiB); the targets in turn, {args.rounds} rounds, medians")
+    seconds: dict[str, list[float]] = {"disk": [], "passthrough": [], "lazy": []}
+    mounts = []
     try:
+        (root / "disk").mkdir()
+        folders = {"disk": root / "disk"}
         for name, options in (("passthrough", LazyOptions(passthrough=True)), ("lazy", LazyOptions())):
-            with LazyMount.mount(root / f"{name}-mnt", root / f"{name}-backing", CLUSTER, options) as mount:
-                seconds[name] = measure(mount.mountpoint, total, args.fsync_every, args.rounds)
+            mounts.append(LazyMount.mount(root / f"{name}-mnt", root / f"{name}-backing", CLUSTER, options))
+            folders[name] = mounts[-1].mountpoint
+        for r in range(args.rounds):  # in turn, so the machine's ups and downs fall on all three alike
+            for name, folder in folders.items():
+                seconds[name].append(appends(folder, f"round{r}.log", total, args.fsync_every))
     finally:
+        for mount in mounts:
+            mount.unmount()
         cleanup([CLUSTER])
+        shutil.rmtree(root, ignore_errors=True)
+    rate = {name: args.mib / statistics.median(s) for name, s in seconds.items()}
     for name, s in seconds.items():
-        print(f"  {name:12s} {args.mib / s:8.1f} MiB/s {total // BLOCK / s:10.0f} appends/s")
-    disk, passthrough, lazy = (args.mib / seconds[k] for k in ("disk", "passthrough", "lazy"))
-    print(f"  passthrough / disk {passthrough / disk:.2f}   lazy / disk {lazy / disk:.2f}   "
-          f"lazy / passthrough {lazy / passthrough:.2f}")
+        spread = f"{args.mib / max(s):.0f}-{args.mib / min(s):.0f}"
+        print(f"  {name:12s} {rate[name]:8.1f} MiB/s {rate[name] * 256:10.0f} appends/s   (rounds {spread} MiB/s)")
+    print(f"  passthrough / disk {rate['passthrough'] / rate['disk']:.2f}   lazy / disk {rate['lazy'] / rate['disk']:.2f}"
+          f"   lazy / passthrough {rate['lazy'] / rate['passthrough']:.2f}")
 
 
 if __name__ == "__main__":
