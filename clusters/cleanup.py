@@ -2,7 +2,8 @@
 this machine, and only what carries the project's own names — namespaces `fp-*`,
 links `fpb*`/`fpv*`, iptables rules with the `fencepost` comment (netns); containers
 and networks labelled `fencepost.cluster` (docker); processes whose environment
-carries the `FENCEPOST_CLUSTER` marker (every local backend). ssh hosts are real
+carries the `FENCEPOST_CLUSTER` marker (every local backend); lazy filesystem mounts
+of type `fuse.fencepost-lazyfs` and their daemons (clusters/lazyfs/cleanup.py). ssh hosts are real
 machines it has no configuration for: `fencepost cluster down` cleans those.
 Given cluster names, it removes only what those clusters left, so a crashed run can be
 cleaned up while other clusters (a campaign) keep running on the same machine.
@@ -15,6 +16,7 @@ from typing import Collection
 from clusters.errors import ClusterConfigError, HostError
 from clusters.hosts import backend_module
 from clusters.hosts.local_process import local_state, marked_processes, signal_local
+from clusters.lazyfs.cleanup import remove_strays as lazyfs_strays
 
 LOCAL_BACKENDS = ("netns", "docker", "process")
 
@@ -29,6 +31,13 @@ def cleanup_everything(clusters: Collection[str] = ()) -> tuple[list[str], list[
     for pid, cluster in sorted(strays.items()):
         if local_state(pid) == "gone" or _wait_gone(pid):
             removed.append(f"process {pid} (cluster {cluster})")
+    # after the sweep: nothing runs on a lazy mount any more when it is unmounted
+    try:
+        gone, failed = lazyfs_strays(clusters)
+        removed += gone
+        skipped += [f"lazyfs: {item}" for item in failed]
+    except OSError as e:
+        skipped.append(f"lazyfs: {e}")
     for name in LOCAL_BACKENDS:
         try:
             removed += backend_module(name).cleanup(clusters)

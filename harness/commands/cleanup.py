@@ -8,7 +8,8 @@ import sys
 from harness.errors import EXIT_VALID
 
 NAME = "cleanup"
-HELP = "remove what crashed runs left: fp-* namespaces, links, rules, containers, marked processes"
+HELP = ("remove what crashed runs left: fp-* namespaces, links, rules, containers, marked processes, "
+        "lazy filesystem mounts")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
