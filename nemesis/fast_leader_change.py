@@ -26,11 +26,19 @@ min.insync.replicas >= 2 and a network that can be cut between brokers.
    B cuts at its own end of epoch e. `hw`: B cuts at its high watermark, below all of it.
 
 So a scenario diverges kip101 replicas only when L's last request carried a batch for P
-and B's first batch is not longer than it: it finds the weakness in some runs, not each.
-Where the controller is a broker (stock Kafka, ZooKeeper mode) it must not be C, or B,
-cut off from C, would never hear that it leads; a randomly drawn partition is then
-swapped for one whose roles fit. If L's successor is not B, steps 2-3 stop there and the
-cluster is healed. The scenario's info value names the roles and each leader and epoch seen.
+and B's first batch is not longer than it (B's truncation drops a whole batch): it finds
+the weakness in some runs, not each; a producer sending one record per batch
+(`producer.batch_messages = 1`) meets that condition whenever L's tail holds a record.
+
+Where the controller is a broker (stock Kafka, ZooKeeper mode) it must be B: after the cuts
+B reaches neither L nor C, so any other controller could not tell B that it leads (C would
+never reach it; L dies in step 2, and the controller elected after it might be C). Step 0
+is then left out (restarting B would move the controller away); B may lead another partition,
+whose stalled send holds the producer's connection to B until its request times out, so B
+leads for `lead_with_controller` seconds (longer than `lead`, still below the lag time). A
+randomly drawn partition is swapped for one whose roles fit. If L's successor is not B,
+steps 2-3 stop there and the cluster is healed. The scenario's info value names the roles and
+each leader and epoch seen.
 """
 from __future__ import annotations
 
@@ -46,6 +54,7 @@ from nemesis.scenarios import SETTLE_S, Scenario
 from nemesis.spec import FaultSpec
 
 LEAD_S = 2.0  # B's time as leader: below the own system's replica lag time (5 s)
+LEAD_WITH_CONTROLLER_S = 3.0  # ... where B is the controller and may lead another partition (Kafka's lag: 5 s)
 
 
 @dataclass(frozen=True)
@@ -57,25 +66,29 @@ class Roles:
 
 def roles_for(view: PartitionView, controller: str | None = None) -> Roles | None:
     """L, B and C of a partition, or None when it has no leader, fewer than two followers in its
-    ISR, or the controller (when it is a broker) would be C."""
+    ISR, or the controller is a broker other than B."""
     followers = [r for r in view.replicas if r in view.isr and r != view.leader]
-    if view.leader is None or len(followers) < 2 or controller == followers[1]:
+    if view.leader is None or len(followers) < 2 or controller not in (None, followers[0]):
         return None
     return Roles(view.leader, followers[0], followers[1])
 
 
 class FastLeaderChange(Scenario):
-    def __init__(self, spec: FaultSpec, settle: float = SETTLE_S, lead: float = LEAD_S) -> None:
+    def __init__(self, spec: FaultSpec, settle: float = SETTLE_S, lead: float = LEAD_S,
+                 lead_with_controller: float = LEAD_WITH_CONTROLLER_S) -> None:
         super().__init__(spec)
         self.settle = settle
         self.lead = lead
+        self.lead_with_controller = lead_with_controller
 
     def run(self, ctx: NemesisContext, done: dict[str, Any]) -> None:
-        view, roles = self._choose_roles(ctx, ctx.await_leader(self.partition))
+        controller = ctx.cluster.system.controller_broker(ctx.cluster.hosts)
+        view, roles = self._choose_roles(ctx, ctx.await_leader(self.partition), controller)
         leader, next_leader, other = roles.leader, roles.next_leader, roles.other
         done.update(partition=self.partition, leader=leader, next_leader=next_leader, other=other,
                     leader_epoch=view.leader_epoch)
-        if self._leads_elsewhere(ctx, next_leader):
+        lead = self.lead if controller is None else self.lead_with_controller
+        if controller is None and self._leads_elsewhere(ctx, next_leader):
             done.update(restarted_first=next_leader)
             self.stop_cleanly(ctx, next_leader)  # its leaderships move away
             self.start_node(ctx, next_leader)
@@ -87,7 +100,7 @@ class FastLeaderChange(Scenario):
         second = self.await_leader(ctx, (leader,))
         done.update(second_leader=second.leader, second_leader_epoch=second.leader_epoch)
         if second.leader == next_leader:
-            time.sleep(self.lead)  # B appends epoch e+1 records where C holds L's tail
+            time.sleep(lead)  # B appends epoch e+1 records where C holds L's tail
             self.kill(ctx, next_leader)
             third = self.await_leader(ctx, (leader, next_leader))
             done.update(third_leader=third.leader, third_leader_epoch=third.leader_epoch)
@@ -102,20 +115,20 @@ class FastLeaderChange(Scenario):
         that partition's stalled sends, and P's would never reach it)."""
         return any(ctx.view(p).leader == node for p in ctx.cluster.partitions(ctx.topic) if p != self.partition)
 
-    def _choose_roles(self, ctx: NemesisContext, view: PartitionView) -> tuple[PartitionView, Roles]:
+    def _choose_roles(self, ctx: NemesisContext, view: PartitionView,
+                      controller: str | None) -> tuple[PartitionView, Roles]:
         """This partition's view and roles, or another partition's when this one was drawn at random
         and its roles do not fit; ClusterConfigError / HostError saying what is missing."""
         if len(view.replicas) < 3:
             raise ClusterConfigError(f"fast-leader-change needs a replication factor of at least 3; "
                                      f"{ctx.topic}-{self.partition} has replicas {', '.join(view.replicas)}: "
                                      f"create the topic with RF >= 3")
-        controller = ctx.cluster.system.controller_broker(ctx.cluster.hosts)
         for candidate in self.candidate_views(ctx, view):
             roles = roles_for(candidate, controller)
             if roles is not None:
                 self.partition = candidate.partition
                 return candidate, roles
-        where = "" if controller is None else f", with the controller {controller} not its second follower"
+        where = "" if controller is None else f", with the controller {controller} its first follower"
         raise HostError(f"fast-leader-change: {ctx.topic}-{self.partition} needs a leader and two followers in "
                         f"its ISR{where}; it has ISR {', '.join(view.isr) or 'empty'}: wait until replicas "
                         f"have caught up")

@@ -257,6 +257,7 @@ out_of_range = {
     "producer.retries": st.one_of(st.integers(max_value=-1), st.integers(2**31)),
     "producer.max_in_flight": st.one_of(st.integers(max_value=0), st.integers(1_000_001)),
     "producer.linger_ms": st.one_of(st.integers(max_value=-1), st.integers(900_001)),
+    "producer.batch_messages": st.one_of(st.integers(max_value=-1), st.integers(1_000_001)),
     "producer.message_timeout_ms": st.one_of(st.integers(max_value=0), st.integers(2**31)),
     "producer.request_timeout_ms": st.one_of(st.integers(max_value=0), st.integers(900_001)),
     "producer.partition_choice": junk_text.filter(lambda t: t not in ("round-robin", "random", "key")),

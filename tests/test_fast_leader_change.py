@@ -29,8 +29,9 @@ def test_roles_follow_the_replica_order_and_need_two_followers_in_the_isr():
     assert roles_for(view("n3", ("n1", "n2", "n3"), ("n3", "n2", "n1"))) == Roles("n3", "n1", "n2")
     assert roles_for(view("n1", ("n1", "n2", "n3"), ("n1", "n3"))) is None
     assert roles_for(view(None, ("n1", "n2", "n3"), ("n1", "n2", "n3"))) is None
-    # where the controller is a broker it must not be C: B, cut off from C, would not hear it leads
+    # where the controller is a broker it must be B: cut off from L and C, B hears of its leadership from itself
     assert roles_for(view("n1", ("n1", "n2", "n3"), ("n1", "n2", "n3")), controller="n3") is None
+    assert roles_for(view("n1", ("n1", "n2", "n3"), ("n1", "n2", "n3")), controller="n1") is None
     assert roles_for(view("n1", ("n1", "n2", "n3"), ("n1", "n2", "n3")), controller="n2") == Roles("n1", "n2", "n3")
 
 

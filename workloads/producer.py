@@ -52,6 +52,7 @@ class ProducerOptions:
     retries: int = 0  # with idempotence, 0 means librdkafka's default: an idempotent producer must retry
     max_in_flight: int = 1  # max.in.flight.requests.per.connection
     linger_ms: int = 0
+    batch_messages: int = 0  # batch.num.messages: the most records in one batch (0: librdkafka's default)
     message_timeout_ms: int = 10_000
     request_timeout_ms: int = 5_000
     partition_choice: str = "round-robin"
@@ -62,7 +63,7 @@ class ProducerOptions:
         if self.partition_choice not in PARTITION_CHOICES:
             raise WorkloadConfigError(f"producer partition_choice {self.partition_choice!r}: choose one of "
                                       f"{', '.join(PARTITION_CHOICES)}")
-        for name, low in (("retries", 0), ("max_in_flight", 1), ("linger_ms", 0),
+        for name, low in (("retries", 0), ("max_in_flight", 1), ("linger_ms", 0), ("batch_messages", 0),
                           ("message_timeout_ms", 1), ("request_timeout_ms", 1)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
@@ -88,6 +89,8 @@ class ProducerOptions:
         }
         if not (self.idempotent and self.retries == 0):
             config["retries"] = self.retries
+        if self.batch_messages:
+            config["batch.num.messages"] = self.batch_messages
         config.update(self.librdkafka)
         return config
 

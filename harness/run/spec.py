@@ -63,6 +63,7 @@ class ProducerSettings:
     retries: int = 0
     max_in_flight: int = 1
     linger_ms: int = 0
+    batch_messages: int = 0  # 0: librdkafka's default; n: at most n records in one batch (batch.num.messages)
     message_timeout_ms: int = 10_000
     request_timeout_ms: int = 5_000
     partition_choice: str = "round-robin"
@@ -269,6 +270,8 @@ def _checked(spec: TestSpec) -> TestSpec:
     need(0 <= p.retries <= INT32_MAX, f"producer.retries = {p.retries}: give 0..{INT32_MAX}")
     need(1 <= p.max_in_flight <= 1_000_000, f"producer.max_in_flight = {p.max_in_flight}: give 1..1000000")
     need(0 <= p.linger_ms <= 900_000, f"producer.linger_ms = {p.linger_ms}: give 0..900000")
+    need(0 <= p.batch_messages <= 1_000_000,
+         f"producer.batch_messages = {p.batch_messages}: give 0 (librdkafka's default) or 1..1000000")
     need(1 <= p.message_timeout_ms <= INT32_MAX,
          f"producer.message_timeout_ms = {p.message_timeout_ms}: give milliseconds 1..{INT32_MAX}")
     need(1 <= p.request_timeout_ms <= 900_000,

@@ -54,7 +54,7 @@ def start_traffic(spec: TestSpec, bootstrap: str, recorder: Recorder, partitions
         producer = ProducerWorkload(
             bootstrap, recorder, partitions, plan.producers,
             ProducerOptions(topic=spec.topic.name, idempotent=p.idempotent, retries=p.retries,
-                            max_in_flight=p.max_in_flight, linger_ms=p.linger_ms,
+                            max_in_flight=p.max_in_flight, linger_ms=p.linger_ms, batch_messages=p.batch_messages,
                             message_timeout_ms=p.message_timeout_ms, request_timeout_ms=p.request_timeout_ms,
                             partition_choice=p.partition_choice, librdkafka=QUIET_CLIENTS),
             seed=spec.seed)
