@@ -112,6 +112,33 @@ def test_a_fault_never_stopped_lasts_to_the_end_unless_its_node_is_hit_again():
         ("kill", 10, 11), ("kill", 30, 90), ("pause", 40, 90)]
 
 
+def test_a_kill_stop_or_power_cut_of_a_paused_node_ends_its_pause():
+    # As an hw leader-bounce run records it (nemesis/scenarios.py): n3 paused, n1
+    # killed and restarted, then n3 killed (never resumed) and restarted later.
+    lb = {"scenario": "leader-bounce"}
+    bands = nemesis_bands(_ops(
+        (1667, "invoke", "pause", {"nodes": ["n3"], **lb}), (1668, "info", "pause", {"nodes": ["n3"], **lb}),
+        (1668, "invoke", "kill", {"nodes": ["n1"], **lb}), (1678, "info", "kill", {"nodes": ["n1"], **lb}),
+        (1678, "invoke", "start", {"nodes": ["n1"], **lb}), (1987, "info", "start", {"nodes": ["n1"], **lb}),
+        (2987, "invoke", "kill", {"nodes": ["n3"], **lb}), (2998, "info", "kill", {"nodes": ["n3"], **lb}),
+        (4722, "invoke", "start", {"nodes": ["n3"], **lb}), (5181, "info", "start", {"nodes": ["n3"], **lb}),
+    ), end_time=22_733 * MS)
+    assert [(b.kind, b.start // MS, b.end // MS, b.label) for b in bands] == [
+        ("pause", 1667, 2998, "pause n3"), ("kill", 1668, 1987, "kill n1"), ("kill", 2987, 5181, "kill n3")]
+    # A clean stop and a power cut end a pause too; a pause of two nodes goes on for
+    # the one not hit.
+    bands = nemesis_bands(_ops(
+        (10, "invoke", "pause", {"nodes": ["n1", "n2"]}), (11, "info", "pause", {"nodes": ["n1", "n2"]}),
+        (20, "invoke", "stop", {"nodes": ["n2"]}), (22, "info", "stop", {"nodes": ["n2"]}),
+        (30, "invoke", "power-cut", {"nodes": ["n1"]}), (31, "info", "power-cut", {"nodes": ["n1"]}),
+        (40, "invoke", "pause", {"nodes": ["n3"]}), (41, "info", "pause", {"nodes": ["n3"]}),
+        (50, "invoke", "resume", {"nodes": ["n3"]}), (51, "info", "resume", {"nodes": ["n3"]}),
+    ), end_time=90 * MS)
+    assert [(b.kind, b.start // MS, b.end // MS, b.label) for b in bands] == [
+        ("pause", 10, 22, "pause n1,n2"), ("stop", 20, 90, "stop n2"), ("pause", 22, 31, "pause n1"),
+        ("power-cut", 30, 90, "power-cut n1"), ("pause", 40, 51, "pause n3")]
+
+
 def test_a_fault_that_hit_nothing_makes_no_band():
     skipped = {"target": "leader", "topic": "fp", "partition": 2, "leader": None,
                "skipped": "fp-2 had no leader within 6s"}
