@@ -1,7 +1,9 @@
 """The registry of `fencepost` subcommands.
 
-A subcommand is a module with `NAME`, `HELP`, `add_arguments(parser)` and
-`run(args) -> int` (an exit code, DESIGN.md §3.5). Such modules import what they
+A subcommand is a module with `NAME`, `HELP`, `EXAMPLES` (pairs of a command line
+and what it does, shown under `--help`), `add_arguments(parser)` and
+`run(args) -> int` (an exit code: 0 valid, 1 invalid, 2 unknown, 254 bad input,
+255 crashed). Such modules import what they
 need inside `run`, so that `fencepost --help` stays fast. To add a verb
 (run, cluster, campaign, analyze, serve, ...), write its module and list it here.
 """
@@ -22,6 +24,8 @@ COMMANDS = (
     "harness.commands.nemesis",
     "harness.commands.serve",
     "harness.commands.report",
+    "harness.commands.doctor",
+    "harness.commands.completion",
 )
 
 

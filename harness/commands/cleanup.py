@@ -9,6 +9,10 @@ from harness.errors import EXIT_VALID
 
 NAME = "cleanup"
 HELP = "remove what crashed runs left: fp-* namespaces, links, rules, containers, marked processes"
+EXAMPLES = (
+    ("fencepost cleanup", "remove everything a crashed fencepost left on this machine"),
+    ("fencepost cleanup --cluster run-abc123", "only what the run ...-abc123 left"),
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -17,20 +17,28 @@ from harness.errors import EXIT_VALID, BadInput
 NAME = "cluster"
 HELP = "start, inspect or stop a cluster left running (up, status, down)"
 DEFAULT_NAME = "default"
+EXAMPLES = (
+    ("fencepost cluster up --backend process", "3 own brokers on this machine, left running"),
+    ("fencepost cluster up --system kafka:3.9.1 --name k", "stock Kafka, named k"),
+    ("fencepost cluster status", "every recorded cluster and its nodes"),
+    ("fencepost cluster down --name k", "stop it and remove its hosts"),
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from harness.run.spec import BACKENDS, FLUSHES, TRUNCATIONS
+
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True,
                                     parser_class=type(parser))
     up = actions.add_parser("up", help="start a cluster on fresh hosts and leave it running")
     up.add_argument("--system", default="own", help="what runs on the hosts (default: own)")
-    up.add_argument("--backend", choices=("netns", "process", "docker", "ssh"),
+    up.add_argument("--backend", choices=BACKENDS,
                     help="where the nodes are (default: netns as root on Linux, else process)")
     up.add_argument("--nodes", type=int, default=3, metavar="N", help="number of brokers (default 3)")
-    up.add_argument("--truncation", choices=("hw", "kip101", "kip279", "kip320"), default="kip320",
+    up.add_argument("--truncation", choices=TRUNCATIONS, default="kip320",
                     help="follower truncation: the own broker's mode, or Kafka's inter.broker.protocol.version "
                          "(default kip320)")
-    up.add_argument("--flush", choices=("os", "fsync", "lazy"), default="os",
+    up.add_argument("--flush", choices=FLUSHES, default="os",
                     help="the flush mode; lazy (own system only) makes kill -9 a power cut (default os)")
     up.add_argument("--kafka-home", metavar="DIR",
                     help="an unpacked Apache Kafka distribution for --system kafka (instead of Maven)")

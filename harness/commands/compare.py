@@ -9,6 +9,10 @@ from pathlib import Path
 
 NAME = "compare"
 HELP = "compare runs or campaigns per protocol version and fault: table, CSV and plot"
+EXAMPLES = (
+    ("fencepost compare results/", "every run under results/, per system, truncation and faults"),
+    ("fencepost compare results/campaigns/truncation/latest --out /tmp/cmp", "one campaign, written elsewhere"),
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -9,6 +9,10 @@ from harness.errors import EXIT_VALID
 
 NAME = "report"
 HELP = "write a run's report.html and plots/ (again) from its history and results.json"
+EXAMPLES = (
+    ("fencepost report results/latest", "write the newest run's report.html, history.html, timeline.html, plots/"),
+    ("fencepost check RUN_DIR && fencepost report RUN_DIR", "a run made elsewhere: check it, then report it"),
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
