@@ -69,6 +69,8 @@ class Action:
     end: int
     value: Any
     error: str | None
+    invoke_index: int | None = None  # history lines; None: no such line (an info alone, or
+    info_index: int | None = None  # an invoke never answered)
 
 
 def pair_actions(ops: Iterable[NemesisOp], end_time: int) -> list[Action]:
@@ -77,7 +79,7 @@ def pair_actions(ops: Iterable[NemesisOp], end_time: int) -> list[Action]:
     open_by_f: dict[str, list[Action]] = {}
     for op in ops:
         if op.type == "invoke":
-            action = Action(op.f, op.time, end_time, op.value, None)
+            action = Action(op.f, op.time, end_time, op.value, None, op.index)
             actions.append(action)
             open_by_f.setdefault(op.f, []).append(action)
             continue
@@ -85,11 +87,12 @@ def pair_actions(ops: Iterable[NemesisOp], end_time: int) -> list[Action]:
         if waiting:
             action = waiting.pop()  # scenario steps nest inside their scenario: last in, first out
             action.end = op.time
+            action.info_index = op.index
             if op.value is not None:
                 action.value = op.value
             action.error = op.error
         else:
-            actions.append(Action(op.f, op.time, op.time, op.value, op.error))
+            actions.append(Action(op.f, op.time, op.time, op.value, op.error, None, op.index))
     return actions
 
 

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from harness.errors import BadInput
 from harness.report.bands import nemesis_bands
-from harness.report.history_viewer import keep_for_viewer, write_history_page
+from harness.report.history_data import HistoryColumns
+from harness.report.history_viewer import write_history_page
 from harness.report.html import render_report
 from harness.report.inputs import linked_indices, load_inputs
 from harness.report.page import REPORT_FILE
@@ -30,13 +31,14 @@ def write_report(run_dir: Path | str) -> Path:
                        f"(results/<test>/<run>/, e.g. results/latest)")
     inputs = load_inputs(run_dir)
     linked = linked_indices(inputs.results)
-    scan = scan_history(run_dir, keep=keep_for_viewer(linked))
+    columns = HistoryColumns()
+    scan = scan_history(run_dir, observers=[columns])
     bands = nemesis_bands(scan.nemesis, scan.last_time)
     plots_dir = run_dir / PLOTS_DIR
     try:
         plots = write_plots(scan, bands, inputs.results, plots_dir)
         plots.append(plot_timeline(scan, bands, plots_dir))
-        write_history_page(run_dir, scan, linked)
+        write_history_page(run_dir, columns.finish(scan, linked, run_dir.name))
         path = run_dir / REPORT_FILE
         partial = path.with_name(REPORT_FILE + ".partial")
         partial.write_text(render_report(inputs, scan, bands, plots), encoding="utf-8")
