@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import re
+from html import unescape as html_unescape
 import struct
 from html.parser import HTMLParser
 from pathlib import Path
@@ -26,7 +27,7 @@ from tests.synth.plant import plant
 from tests.synth.run import write_run
 
 MS = 1_000_000
-PLOTS = ("latency-raw", "latency-quantiles", "rate", "unseen", "timeline")
+PLOTS = ("latency-raw", "latency-quantiles", "rate", "unseen", "realtime-lag", "timeline")
 
 
 # --- building run directories ------------------------------------------------------------
@@ -346,6 +347,38 @@ def test_the_report_is_self_contained_and_its_plots_are_sane_pngs(planted_report
         width, height = _png_size(run_dir / "plots" / f"{name}.png")
         assert 600 <= width <= 2000 and 250 <= height <= 2000, (name, width, height)
         assert (run_dir / "plots" / f"{name}.png").stat().st_size > 10_000
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_the_report_reads_in_order_defines_its_terms_and_its_links_all_land(planted_report):
+    """Verdict, anomalies, plots, then the run and its configuration; each anomaly with
+    its definition; no page of the run points at docs a downloaded copy lacks; every
+    trace, history and counterexample link has its target, and those pages link back."""
+    from checkers.anomaly import DEFINITIONS
+
+    run_dir = planted_report
+    report_html = (run_dir / "report.html").read_text()
+    text = _Page(report_html).words()
+    order = [text.index(heading) for heading in ("verdict:", "Anomalies", "Plots", "Faults", "The run",
+                                                  "Configuration", "Files")]
+    assert order == sorted(order), order
+    for name in re.findall(r'<tr class="anomaly" data-anomaly="([^"]+)">', report_html):
+        assert html_unescape(DEFINITIONS[name]) in text
+    pages = [run_dir / name for name in ("report.html", "history.html", "timeline.html")]
+    pages += sorted((run_dir / "trace").glob("*.html")) + sorted((run_dir / "linear").glob("*.html"))
+    for page in pages:
+        words = _Page(page.read_text()).words()
+        assert "docs/" not in words and ".md" not in words and "DESIGN" not in words, page
+    traces = [link for link in _Page(report_html).links if link.startswith("trace/")]
+    assert traces and all((run_dir / link).is_file() for link in traces)
+    for link in set(traces):
+        trace = _Page((run_dir / link).read_text())
+        assert "../report.html" in trace.links and any(t.startswith("../history.html#i") for t in trace.links)
+    (counterexample,) = (run_dir / "linear").glob("*.html")
+    links = _Page(counterexample.read_text()).links
+    assert "../report.html" in links and any(link.startswith("../history.html#i") for link in links)
+    assert (run_dir / "timeline.html").is_file() and 'id="history-cols"' in (run_dir / "timeline.html").read_text()
 
 
 @pytest.mark.integration

@@ -24,6 +24,7 @@ COMMANDS = (
     "harness.commands.nemesis",
     "harness.commands.serve",
     "harness.commands.report",
+    "harness.commands.trace",
     "harness.commands.doctor",
     "harness.commands.completion",
 )

@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from harness.summary import op_indices
+from harness.trace import Target
 
 TEST_FILE = "test.json"
 RESULTS_FILE = "results.json"
@@ -88,6 +89,29 @@ def linked_indices(results: dict[str, Any] | None) -> set[int]:
                     if isinstance(line, dict) and type(line.get("index")) is int:
                         found.add(line["index"])
     return found
+
+
+def example_targets(example: dict[str, Any]) -> list[Target]:
+    """What an anomaly example can be traced by: its value, and its offset (with its
+    topic and partition), where it names them."""
+    targets = []
+    if isinstance(example.get("value"), str):
+        targets.append(Target(value=example["value"]))
+    topic, partition, offset = example.get("topic"), example.get("partition"), example.get("offset")
+    if isinstance(topic, str) and type(partition) is int and type(offset) is int:
+        targets.append(Target(topic=topic, partition=partition, offset=offset))
+    return targets
+
+
+def trace_targets(results: dict[str, Any] | None) -> list[Target]:
+    """Every value and offset the anomaly examples of results.json name, once each."""
+    found: dict[Target, None] = {}
+    anomalies = (results or {}).get("anomalies")
+    for examples in anomalies.values() if isinstance(anomalies, dict) else ():
+        for example in examples if isinstance(examples, list) else ():
+            if isinstance(example, dict):
+                found.update(dict.fromkeys(example_targets(example)))
+    return list(found)
 
 
 def node_files(run_dir: Path) -> list[str]:

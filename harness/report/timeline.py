@@ -56,7 +56,10 @@ def plot_timeline(scan: ScannedHistory, bands: list[Band], plots_dir: Path) -> P
     ax.set_title(title)
     return PlotFile("timeline", save(fig, plots_dir / "timeline.png"), "Operation timeline",
                     "A lane per client process; each operation a bar from invoke to completion, "
-                    "coloured by outcome; shaded: nemesis activity.")
+                    "coloured by outcome (ok blue, fail red, info orange); shaded: nemesis activity. "
+                    "timeline.html draws the same, to hover and zoom.",
+                    "Who was blocked when: a lane of one long orange bar across a band is a client stuck "
+                    "in a request during the fault.")
 
 
 def _bars(ax, scan: ScannedHistory, lane: np.ndarray, stop: np.ndarray) -> None:
