@@ -150,13 +150,19 @@ class Browser:
         return result["result"].get("value")
 
     def wait(self, expression: str, timeout: float = 60.0) -> float:
-        """Wait until `expression` is true; the seconds it took."""
+        """Wait until `expression` is true (while a page loads it may throw, or its
+        context go away: that counts as not yet); the seconds it took."""
         started = time.monotonic()
-        while not self.js(f"!!({expression})"):
+        probe = f"(function () {{ try {{ return !!({expression}); }} catch (e) {{ return false; }} }})()"
+        while True:
+            try:
+                if self.js(probe):
+                    return time.monotonic() - started
+            except BrowserError:
+                pass  # "Execution context was destroyed": a navigation is under way
             if time.monotonic() - started > timeout:
                 raise BrowserError(f"not true after {timeout} s: {expression}")
             time.sleep(0.05)
-        return time.monotonic() - started
 
     def click(self, selector: str) -> None:
         x, y = self.centre(selector)
