@@ -39,7 +39,7 @@ def test_version_names_fencepost_python_the_client_and_the_reader(capsys):
 
 def test_every_command_shows_examples_of_itself_under_help(capsys):
     commands = _subparsers(build_parser())
-    assert {"run", "check", "report", "doctor", "completion", "serve"} <= set(commands)
+    assert {"run", "check", "report", "trace", "doctor", "completion", "serve"} <= set(commands)
     for name in commands:
         assert main([name, "--help"]) == 0
         out = capsys.readouterr().out
@@ -81,6 +81,7 @@ def test_bash_completion_from_the_parser_completes_commands_flags_and_choices(tm
         return ran.stdout.split()
 
     assert complete("fencepost", "rep") == ["report"]
+    assert complete("fencepost", "tr") == ["trace"]
     assert set(complete("fencepost", "do")) == {"doctor"}
     assert complete("fencepost", "run", "--trunc") == ["--truncation"]
     assert complete("fencepost", "run", "--truncation", "kip") == ["kip101", "kip279", "kip320"]

@@ -44,9 +44,10 @@ from harness.report.scan import NO_TIME, ScannedHistory
 
 COLUMNS = ("line", "dt", "proc", "type", "f", "part", "err", "pair")
 TYPE_CODES = {name: code for code, name in enumerate(TYPES)}
-GZIP_LEVEL = 4  # the text of 1M lines: level 4 about 2x faster than 6 for 8% more bytes
+GZIP_LEVEL = 4  # the value text of 1M lines: level 4 compresses 2.4x faster than 6, for 17% more bytes
 TEXT_BATCH = 4096  # rows of value text handed to the compressor at once
 INT32_MAX = 2**31 - 1
+_dumps = orjson.dumps
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,42 +88,51 @@ class HistoryColumns:
         self._text: list[bytes] = []
         self._gzip = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 31)
         self._compressed: list[bytes] = []
+        self._add_line, self._add_time, self._add_proc = self.line.append, self.time.append, self.proc.append
+        self._add_type, self._add_f, self._add_part = self.type.append, self.f.append, self.part.append
+        self._add_err = self.err.append
 
     def __call__(self, op: Op) -> None:
-        self.line.append(op.index)
-        self.time.append(op.time)
-        procs = self._procs
-        code = procs.get(op.process)
+        # Runs once per history line: lookups kept local (a million lines: ~2 s of the report).
+        self._add_line(op.index)
+        self._add_time(op.time)
+        process = op.process
+        code = self._procs.get(process)
         if code is None:
-            code = procs[op.process] = len(procs)
-        self.proc.append(code)
-        self.type.append(TYPE_CODES[op.type])
-        fs = self._fs
-        code = fs.get(op.f)
+            code = self._procs[process] = len(self._procs)
+        self._add_proc(code)
+        self._add_type(TYPE_CODES[op.type])
+        f = op.f
+        code = self._fs.get(f)
         if code is None:
-            code = fs[op.f] = len(fs)
-        self.f.append(code)
+            code = self._fs[f] = len(self._fs)
+        self._add_f(code)
         value = op.value
-        self.part.append(self._part_of(op.f, op.type, value) if op.process != NEMESIS else -1)
-        error = op.error
-        if error is None:
-            self.err.append(-1)
-        else:
-            code = self._errors.get(error)
-            if code is None:
-                code = self._errors[error] = len(self._errors)
-            self.err.append(code)
-        self._text.append(b"" if value is None else orjson.dumps(value))
-        if len(self._text) >= TEXT_BATCH:
-            self._flush_text()
-
-    def _part_of(self, f: str, type_: str, value: Any) -> int:
-        if f == "send":  # validated by the reader: topic and partition are there
+        if process == NEMESIS:
+            self._add_part(-1)
+        elif f == "send":  # validated by the reader: topic and partition are there
             key = (value["topic"], value["partition"])
             code = self._single.get(key)
             if code is None:
                 code = self._single[key] = self._code(frozenset((f"{key[0]}-{key[1]}",)))
-            return code
+            self._add_part(code)
+        else:
+            self._add_part(self._part_of(f, op.type, value))
+        error = op.error
+        if error is None:
+            self._add_err(-1)
+        else:
+            code = self._errors.get(error)
+            if code is None:
+                code = self._errors[error] = len(self._errors)
+            self._add_err(code)
+        text = self._text
+        text.append(b"" if value is None else _dumps(value))
+        if len(text) >= TEXT_BATCH:
+            self._flush_text()
+
+    def _part_of(self, f: str, type_: str, value: Any) -> int:
+        """The partitions of a poll's records or of an assign (a send's: in __call__)."""
         if f == "poll" and type_ == "ok":
             names = {f"{r['topic']}-{r['partition']}" for r in value["records"]}
         elif f == "assign" and isinstance(value, dict) and isinstance(value.get("partitions"), list):
