@@ -370,6 +370,8 @@ def test_the_report_reads_in_order_defines_its_terms_and_its_links_all_land(plan
     for page in pages:
         words = _Page(page.read_text()).words()
         assert "docs/" not in words and ".md" not in words and "DESIGN" not in words, page
+    examples = re.findall(r'<div class="example">(.*?)</div>', report_html, re.S)
+    assert examples and all('class="trace"' in example for example in examples)  # every example traced
     traces = [link for link in _Page(report_html).links if link.startswith("trace/")]
     assert traces and all((run_dir / link).is_file() for link in traces)
     for link in set(traces):
@@ -491,3 +493,21 @@ def test_fencepost_report_writes_the_report_of_a_checked_run_and_refuses_a_missi
     assert "INVALID" in page and "lost-write" in page
     missing = subprocess.run([*cli, "report", str(tmp_path / "nope")], capture_output=True, text=True)
     assert missing.returncode == 254 and "is not a directory" in missing.stderr
+
+
+def test_every_kind_of_anomaly_example_names_something_to_trace():
+    from harness.report.inputs import example_targets
+    from harness.trace import Target
+
+    fp = {"topic": "fp", "partition": 0}
+    assert example_targets({**fp, "value": "a", "offset": 5}) == [Target("a"), Target(None, "fp", 0, 5)]
+    assert example_targets({**fp, "offset": 5, "values": ["a", "b"]}) == [
+        Target("a"), Target("b"), Target(None, "fp", 0, 5)]  # inconsistent-offsets
+    assert example_targets({**fp, "value": "a", "offsets": [3, 9]})[-1] == Target(None, "fp", 0, 3)  # duplicate
+    assert example_targets({**fp, "previous_last_offset": 7, "first_offset": 4}) == [Target(None, "fp", 0, 4)]
+    assert example_targets({**fp, "previous_last_offset": 2, "first_offset": 6, "skipped": [3, 4]}) == [
+        Target(None, "fp", 0, 6)]
+    assert example_targets({**fp, "counterexample": [{"value": "a", "offset": 1}, {"value": "b"},
+                                                      {"value": "c"}, {"value": "d"}]}) == [
+        Target("a"), Target("b"), Target("c")]
+    assert example_targets({"value": 3, "offset": "x"}) == []

@@ -91,14 +91,26 @@ def linked_indices(results: dict[str, Any] | None) -> set[int]:
     return found
 
 
+TRACED_PER_EXAMPLE = 3  # values of one example traced at most (inconsistent offsets, counterexamples)
+
+
 def example_targets(example: dict[str, Any]) -> list[Target]:
-    """What an anomaly example can be traced by: its value, and its offset (with its
-    topic and partition), where it names them."""
-    targets = []
+    """What an anomaly example can be traced by: the values it names (`value`, `values`,
+    or its counterexample's, a few), and an offset of its partition (`offset`, else
+    `first_offset` (a poll that went back), else the first of `skipped` or `offsets`)."""
+    values: list[str] = []
     if isinstance(example.get("value"), str):
-        targets.append(Target(value=example["value"]))
-    topic, partition, offset = example.get("topic"), example.get("partition"), example.get("offset")
-    if isinstance(topic, str) and type(partition) is int and type(offset) is int:
+        values.append(example["value"])
+    for many in (example.get("values"), [e.get("value") for e in example.get("counterexample") or []
+                                          if isinstance(e, dict)]):
+        if isinstance(many, list):
+            values += [v for v in many if isinstance(v, str)]
+    targets = [Target(value=v) for v in list(dict.fromkeys(values))[:TRACED_PER_EXAMPLE]]
+    topic, partition = example.get("topic"), example.get("partition")
+    offset = next((o for o in (example.get("offset"), example.get("first_offset"),
+                               *(example.get("skipped") or [])[:1], *(example.get("offsets") or [])[:1])
+                   if type(o) is int), None)
+    if isinstance(topic, str) and type(partition) is int and offset is not None:
         targets.append(Target(topic=topic, partition=partition, offset=offset))
     return targets
 
