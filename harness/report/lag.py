@@ -12,14 +12,16 @@ assign: an assign from the beginning forgets what c had read, one from committed
 offsets starts just below them. Failed and unknown (`info`) polls read nothing but
 still have a lag: a consumer whose polls keep failing falls behind like one stuck.
 
-`RealtimeLag` is a history-scan observer (harness/report/scan.py), O(1) amortized
-per op: per partition, acknowledgements in the order they arrived; per consumer and
-partition, a cursor to the first one above what it had read (it only moves forward
-until an assign resets it).
+`RealtimeLag` is a history-scan observer (harness/report/scan.py), O(log n) per
+partition a poll reads: per partition, the acknowledgements in the order they arrived
+with the running maximum of their offsets, which does not decrease, so the first
+acknowledgement above what a consumer had read is a binary search away (the first
+offset above it is where the running maximum first is).
 """
 from __future__ import annotations
 
 from array import array
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,9 +50,8 @@ class RealtimeLag:
 
     def __init__(self) -> None:
         self._ack_times: dict[Key, array] = {}
-        self._ack_offsets: dict[Key, array] = {}
+        self._ack_reach: dict[Key, array] = {}  # the highest offset acked so far, per ack
         self._read: dict[tuple[int, Key], int] = {}  # highest offset read since the latest assign
-        self._cursor: dict[tuple[int, Key], int] = {}
         self._assigned: dict[int, list[Key] | None] = {}  # None: subscribed (every partition)
         self._invoked: dict[int, int] = {}
         self.series: dict[int, LagSeries] = {}
@@ -71,9 +72,10 @@ class RealtimeLag:
                 times = self._ack_times.get(key)
                 if times is None:
                     times = self._ack_times[key] = array("q")
-                    self._ack_offsets[key] = array("q")
+                    self._ack_reach[key] = array("q")
+                reach = self._ack_reach[key]
                 times.append(op.time)
-                self._ack_offsets[key].append(v["offset"])
+                reach.append(max(reach[-1], v["offset"]) if reach else v["offset"])
         elif f == "poll":
             if invoked is not None:
                 self._poll(process, invoked, op)
@@ -91,7 +93,6 @@ class RealtimeLag:
         for key in keys:
             position = start.get(f"{key[0]}-{key[1]}") if isinstance(start, dict) else None
             self._read[(process, key)] = position - 1 if type(position) is int else -1
-            self._cursor[(process, key)] = 0
 
     def _poll(self, process: int, invoked: int, op: Op) -> None:
         polled: set[Key] = set()
@@ -115,17 +116,12 @@ class RealtimeLag:
         series.lags.append(lag)
 
     def _lag_at(self, process: int, key: Key, at: int) -> int:
-        offsets = self._ack_offsets.get(key)
-        if offsets is None:
+        reach = self._ack_reach.get(key)
+        if reach is None:
             return 0
-        mine = (process, key)
-        read = self._read.get(mine, -1)
-        cursor = self._cursor.get(mine, 0)
-        while cursor < len(offsets) and offsets[cursor] <= read:
-            cursor += 1
-        self._cursor[mine] = cursor
-        if cursor < len(offsets):
-            acked = self._ack_times[key][cursor]
+        first = bisect_right(reach, self._read.get((process, key), -1))  # the first ack above what it read
+        if first < len(reach):
+            acked = self._ack_times[key][first]
             if acked < at:
                 return at - acked
         return 0
