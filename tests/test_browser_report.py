@@ -172,6 +172,14 @@ def test_the_history_viewer_filters_pairs_and_switches_views(served, tmp_path):
         browser.type("#goto", "1000000")
         browser.press_enter()
         browser.wait("document.getElementById('status').textContent.indexOf('is not here') >= 0")
+        # A line linked to stays in sight, marked, when the view changes.
+        completion = next(r for r in rows if re.fullmatch(r"\d+–\d+", r[0]))[0].split("–")[1]
+        browser.open((run_dir / "history.html").as_uri() + f"#i{completion}",
+                     ready=f"{READY} && document.body.dataset.target === '{completion}'")
+        assert completion in browser.js("document.querySelector('tr.target').dataset.lines").split()
+        browser.js("document.querySelector('input[value=lines]').click()")
+        browser.wait(f"document.querySelector('tr.target') && "
+                     f"document.querySelector('tr.target').dataset.lines === '{completion}'")
 
 
 def test_the_timeline_shows_an_op_when_hovered_and_opens_it_when_clicked(served, tmp_path):

@@ -98,7 +98,7 @@ example of the report. Click a row to see its lines whole.</p>
 _SCRIPT = DECODE_JS + r"""
 (function () {
   var ROW = ROW_PX, MAX_PX = 15000000, m = null, meta = null, view = "ops", list = new Int32Array(0);
-  var query = "", target = -1, selected = -1, nemesisCode = -1, linked = null, errMatch = null;
+  var query = "", target = -1, targetLine = -1, selected = -1, nemesisCode = -1, linked = null, errMatch = null;
   var allOps = null, allLines = null, partHas = null, searchTimer = null;
   var $ = function (id) { return document.getElementById(id); };
   var esc = function (s) { return String(s).replace(/[&<>"]/g, function (c) {
@@ -256,6 +256,7 @@ _SCRIPT = DECODE_JS + r"""
     }
     if (view === "ops" && m.pair[r] < 0) r = r + m.pair[r];  // a completion: its operation's row
     target = view === "ops" ? r : m.rowOfLine(index);
+    targetLine = index;
     if (!scrollToRow(target)) {
       clearFilters();
       note = " (filters cleared to show it)";
@@ -289,8 +290,11 @@ _SCRIPT = DECODE_JS + r"""
     });
     out.push('<p class="muted">To follow a value through the whole run (sends, polls, final read, ' +
              "replicas, faults around it): <code>fencepost trace RUN_DIR VALUE</code>.</p>");
-    $("detail").innerHTML = out.join("");
+    $("detail").innerHTML = '<button type="button" id="detail-close" style="float:right">close</button>' +
+      out.join("");
     $("detail").hidden = false;
+    $("detail-close").addEventListener("click", function () {
+      $("detail").hidden = true; selected = -1; render(); });
     render();
   }
 
@@ -331,7 +335,10 @@ _SCRIPT = DECODE_JS + r"""
       $(id).addEventListener("change", refilter); });
     document.querySelectorAll('input[name="view"]').forEach(function (radio) {
       radio.addEventListener("change", function () {
-        view = radio.value; target = -1; selected = -1; setTypeOptions(); refilter(); }); });
+        // The line in focus (linked to, or clicked) stays in sight in the other view.
+        var focus = target >= 0 ? targetLine : (selected >= 0 ? m.line[selected] : -1);
+        view = radio.value; target = -1; selected = -1; setTypeOptions(); refilter();
+        if (focus >= 0) goToLine(focus); }); });
     $("q").addEventListener("input", function () {
       clearTimeout(searchTimer);
       searchTimer = setTimeout(function () { query = $("q").value; refilter(); }, 250); });
