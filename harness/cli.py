@@ -6,7 +6,9 @@ with "fencepost crashed: ..." and the traceback when the harness itself fails.
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
+import textwrap
 import traceback
 from typing import NoReturn, Sequence
 
@@ -53,6 +55,10 @@ def examples(pairs: Sequence[tuple[str, str]]) -> str:
     return "examples:\n" + "\n".join(f"  {command}\n      {what}" for command, what in pairs)
 
 
+def _wrap(text: str) -> str:
+    return textwrap.fill(text, width=min(100, shutil.get_terminal_size().columns - 2))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="fencepost", description="Jepsen-style chaos testing of Kafka replication.",
                      epilog=examples(EXAMPLES), formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -61,11 +67,13 @@ def build_parser() -> argparse.ArgumentParser:
                              "and which reader reads run files, then exit")
     verbs = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in command_modules():
-        sub = verbs.add_parser(module.NAME, help=module.HELP, description=module.HELP,
+        # Raw, so the examples keep their lines; the prose is wrapped here instead.
+        sub = verbs.add_parser(module.NAME, help=module.HELP, description=_wrap(module.HELP),
                                formatter_class=argparse.RawDescriptionHelpFormatter)
         module.add_arguments(sub)
         # A module's own epilog (check: which reader reads) comes first, then its examples.
-        sub.epilog = "\n\n".join(part for part in (sub.epilog, examples(module.EXAMPLES)) if part)
+        own = _wrap(sub.epilog) if sub.epilog else None
+        sub.epilog = "\n\n".join(part for part in (own, examples(module.EXAMPLES)) if part)
         sub.set_defaults(run=module.run)
     return parser
 
