@@ -12,7 +12,7 @@ import textwrap
 import traceback
 from typing import NoReturn, Sequence
 
-from harness.commands import command_modules
+from harness.commands import command_modules, examples
 from harness.errors import EXIT_BAD_INPUT, EXIT_CRASH, BadInput
 from harness.pipes import outputs_that_may_close
 
@@ -48,11 +48,6 @@ class _Version(argparse.Action):
               f"confluent-kafka {found['confluent_kafka']} (librdkafka {found['librdkafka']})\n"
               f"run files read by: {history_reader()}")
         parser.exit(0)
-
-
-def examples(pairs: Sequence[tuple[str, str]]) -> str:
-    """An epilog of examples: each command, and under it what it does."""
-    return "examples:\n" + "\n".join(f"  {command}\n      {what}" for command, what in pairs)
 
 
 def _wrap(text: str) -> str:

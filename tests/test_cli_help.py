@@ -45,6 +45,11 @@ def test_every_command_shows_examples_of_itself_under_help(capsys):
         out = capsys.readouterr().out
         examples = out[out.index("examples:"):]
         assert f"fencepost {name}" in examples or name == "completion" and "fencepost completion" in examples, name
+    for group, actions in (("cluster", ("up", "status", "down")), ("nemesis", ("start", "heal"))):
+        for action in actions:
+            assert main([group, action, "--help"]) == 0
+            out = capsys.readouterr().out
+            assert f"fencepost {group} {action}" in out[out.index("examples:"):], (group, action)
     assert main(["--help"]) == 0
     assert "examples:" in capsys.readouterr().out
     assert main(["check", "--help"]) == 0  # its own epilog (the reader) is kept before the examples

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
+from typing import Sequence
 
 COMMANDS = (
     "harness.commands.run",
@@ -28,6 +29,12 @@ COMMANDS = (
     "harness.commands.doctor",
     "harness.commands.completion",
 )
+
+
+def examples(pairs: Sequence[tuple[str, str]]) -> str:
+    """An epilog of examples: each command line, and under it what it does (shown
+    under --help with argparse.RawDescriptionHelpFormatter, which keeps the lines)."""
+    return "examples:\n" + "\n".join(f"  {command}\n      {what}" for command, what in pairs)
 
 
 def command_modules() -> list[ModuleType]:
