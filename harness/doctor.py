@@ -84,13 +84,26 @@ def _docker() -> list[Finding]:
 
 
 def _fuse() -> list[Finding]:
+    try:  # the lazy filesystem's own rule (clusters/lazyfs), where this fencepost has it
+        from clusters.lazyfs import check_device
+    except ImportError:
+        check_device = None
+    if check_device is not None:
+        from clusters.errors import ClusterConfigError
+
+        try:
+            check_device()
+        except ClusterConfigError as e:
+            return [Finding("/dev/fuse", False, str(e).split(":")[0], "the lazy filesystem of power cuts "
+                            "(a FUSE mount)", str(e))]
+        return [Finding("/dev/fuse", True, "present", "the lazy filesystem of power cuts (a FUSE mount)")]
     present = FUSE_DEVICE.exists()
     usable = present and os.access(FUSE_DEVICE, os.R_OK | os.W_OK)
     detail = "read-write" if usable else ("present, not readable and writable by this user" if present
                                           else "missing")
     return [Finding("/dev/fuse", usable, detail,
-                    "filesystems in user space, e.g. Docker's fuse-overlayfs storage where the kernel's "
-                    "overlayfs is unavailable (no fencepost fault needs it)",
+                    "filesystems in user space (FUSE), e.g. Docker's fuse-overlayfs storage where the "
+                    "kernel's overlayfs is unavailable",
                     "" if usable else "modprobe fuse (as root), or give a container --device /dev/fuse")]
 
 

@@ -9,16 +9,18 @@ from harness.errors import EXIT_VALID
 
 NAME = "cleanup"
 HELP = "remove what crashed runs left: fp-* namespaces, links, rules, containers, marked processes"
-EXAMPLES = (
-    ("fencepost cleanup", "remove everything a crashed fencepost left on this machine"),
-    ("fencepost cleanup --cluster run-abc123", "only what the run ...-abc123 left"),
-)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cluster", action="append", default=[], metavar="NAME",
                         help="remove only what this cluster left (repeatable; a run's cluster is "
                              "run-<last 6 characters of its run directory>); default: every cluster's")
+
+
+EXAMPLES = (
+    ("fencepost cleanup", "remove everything a crashed fencepost left on this machine"),
+    ("fencepost cleanup --cluster run-abc123", "only what the run ...-abc123 left"),
+)
 
 
 def run(args: argparse.Namespace) -> int:

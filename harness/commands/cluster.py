@@ -27,21 +27,19 @@ EXAMPLES = (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from harness.run.spec import BACKENDS, FLUSHES, TRUNCATIONS
-
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True,
                                     parser_class=type(parser))
     up = actions.add_parser("up", help="start a cluster on fresh hosts and leave it running",
                             formatter_class=argparse.RawDescriptionHelpFormatter,
                             epilog=examples(EXAMPLES[:2]))
     up.add_argument("--system", default="own", help="what runs on the hosts (default: own)")
-    up.add_argument("--backend", choices=BACKENDS,
+    up.add_argument("--backend", choices=("netns", "process", "docker", "ssh"),
                     help="where the nodes are (default: netns as root on Linux, else process)")
     up.add_argument("--nodes", type=int, default=3, metavar="N", help="number of brokers (default 3)")
-    up.add_argument("--truncation", choices=TRUNCATIONS, default="kip320",
+    up.add_argument("--truncation", choices=("hw", "kip101", "kip279", "kip320"), default="kip320",
                     help="follower truncation: the own broker's mode, or Kafka's inter.broker.protocol.version "
                          "(default kip320)")
-    up.add_argument("--flush", choices=FLUSHES, default="os",
+    up.add_argument("--flush", choices=("os", "fsync", "lazy"), default="os",
                     help="the flush mode; lazy (own system only) makes kill -9 a power cut (default os)")
     up.add_argument("--kafka-home", metavar="DIR",
                     help="an unpacked Apache Kafka distribution for --system kafka (instead of Maven)")

@@ -9,10 +9,6 @@ from pathlib import Path
 
 NAME = "compare"
 HELP = "compare runs or campaigns per protocol version and fault: table, CSV and plot"
-EXAMPLES = (
-    ("fencepost compare results/", "every run under results/, per system, truncation and faults"),
-    ("fencepost compare results/campaigns/truncation/latest --out /tmp/cmp", "one campaign, written elsewhere"),
-)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -20,6 +16,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run directories, campaign directories, or folders holding them")
     parser.add_argument("--out", type=Path, default=Path("results") / "compare",
                         help="where compare.csv and compare.png go (default results/compare)")
+
+
+EXAMPLES = (
+    ("fencepost compare results/", "every run under results/, per system, truncation and faults"),
+    ("fencepost compare results/campaigns/truncation/latest --out /tmp/cmp", "one campaign, written elsewhere"),
+)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -60,8 +60,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from harness.commands.cluster import parse_backend_options
     from harness.run.progress import Progress
-    from harness.run.runner import RunError, run_test, verdict_text
+    from harness.run.runner import RunError, run_test
     from harness.run.spec import build_spec, load_toml
+    from harness.verdict import verdict_word
 
     config = load_toml(args.config) if args.config else {}
     overrides = {"name": args.name, "system": args.system, "backend": args.backend, "nodes": args.nodes,
@@ -85,7 +86,10 @@ def run(args: argparse.Namespace) -> int:
     except RunError as e:
         print(f"fencepost run: {e}", file=sys.stderr)
         return EXIT_CRASH
-    print(f"verdict: {verdict_text(outcome.check)}")
+    verdict = verdict_word(outcome.check.valid if outcome.check else None)
+    counts = outcome.check.results.get("anomaly_counts", {}) if outcome.check else {}
+    found = ", ".join(f"{name} {n}" for name, n in counts.items() if n)
+    print(f"verdict: {verdict}" + (f" ({found})" if found else ""))
     for problem in outcome.problems:
         print(f"  note: {problem}")
     print(f"run directory: {outcome.run_dir}")
