@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from harness.report.bands import SCENARIO, Band
-from harness.report.colours import TYPE_COLOURS, fault_colour  # noqa: F401 (TYPE_COLOURS: for the plots)
+from harness.report.colours import fault_colour
 
 DPI = 100
 WIDTH_IN = 11.0

@@ -27,8 +27,9 @@ from matplotlib.lines import Line2D
 from harness.report.bands import Band
 from harness.report.lag import RealtimeLag
 from harness.report.figures import (
-    NS_PER_S, TYPE_COLOURS, legend, new_figure, placeholder, save, shade_bands, time_axis,
+    NS_PER_S, legend, new_figure, placeholder, save, shade_bands, time_axis,
 )
+from harness.report.colours import TYPE_COLOURS
 from harness.report.scan import TYPE_NAMES, ScannedHistory
 
 PLOTS_DIR = "plots"

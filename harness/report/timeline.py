@@ -18,8 +18,9 @@ from matplotlib.patches import Patch
 
 from harness.report.bands import Band
 from harness.report.figures import (
-    NS_PER_S, TYPE_COLOURS, legend, new_figure, placeholder, save, shade_bands, time_axis,
+    NS_PER_S, legend, new_figure, placeholder, save, shade_bands, time_axis,
 )
+from harness.report.colours import TYPE_COLOURS
 from harness.report.plots import PlotFile
 from harness.report.scan import FAIL, INFO, NO_TIME, OK, TYPE_NAMES, ScannedHistory
 
