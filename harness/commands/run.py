@@ -36,14 +36,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--system-option", action="append", default=[], metavar="KEY=VALUE",
                         help="a system setting, repeatable (kafka: mode=kraft, controllers=3, "
                              "session_timeout_ms=3000, broker_config={...}; docs/KAFKA.md)")
-    parser.add_argument("--backend", choices=BACKENDS,
+    # "" is the spec's "let fencepost choose" (docs/RUN.md), as when the flag is left out.
+    parser.add_argument("--backend", choices=(*BACKENDS, ""), metavar=_choices(BACKENDS),
                         help="where the nodes run (default: netns as root with ip and iptables, else process)")
     parser.add_argument("--backend-option", action="append", default=[], metavar="KEY=VALUE",
                         help="a backend setting, repeatable (e.g. subnet=10.77.3.0/24)")
     parser.add_argument("--nodes", type=int, help="brokers (default 3)")
     parser.add_argument("--truncation", choices=TRUNCATIONS,
                         help="follower truncation: the protocol version under test (default kip320)")
-    parser.add_argument("--flush", choices=FLUSHES,
+    parser.add_argument("--flush", choices=(*FLUSHES, ""), metavar=_choices(FLUSHES),
                         help="the own broker's flush mode (default os; lazy with power-cut)")
     parser.add_argument("--nemesis", metavar="FAULTS",
                         help="faults, e.g. kill,pause,partition:majorities-ring, leader-bounce, zombie, fast-leader-change; none for none")
@@ -55,6 +56,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--concurrency", type=int, metavar="N", help="producer processes (default 10)")
     parser.add_argument("--seed", type=int, help="seed of every random choice (default 0)")
     parser.add_argument("--results", help="the results folder (default results)")
+
+
+def _choices(names: tuple[str, ...]) -> str:
+    return "{" + ",".join(names) + "}"
 
 
 def run(args: argparse.Namespace) -> int:
