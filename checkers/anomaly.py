@@ -28,6 +28,30 @@ ALL = (
     FUTURE_READ,
 )
 
+# One line each, for pages a reader may have without the docs (the report):
+# docs/CHECKERS.md has the exact definitions.
+DEFINITIONS = {
+    LOST_WRITE: "an acknowledged send (or an info send some poll saw) whose value the final read does not "
+                "hold at its offset: missing there, or overwritten by another value",
+    DUPLICATE: "one value seen at more than one offset (acks, polls, the final read)",
+    INCONSISTENT_OFFSETS: "two different values seen at one offset (acks, polls, the final read)",
+    TRUNCATED_READ: "a poll returned a record the final read does not hold at that offset",
+    NONMONOTONIC_SEND: "send A was acked before send B began, yet B's value sits at an offset at or "
+                       "below A's",
+    POLL_SKIP: "between two consecutive polls of one consumer, offsets known to hold records were "
+               "skipped",
+    NONMONOTONIC_POLL: "a consumer's poll began at or below the offset its previous poll ended at",
+    INT_POLL_SKIP: "inside one poll, offsets known to hold records were skipped",
+    INT_NONMONOTONIC_POLL: "inside one poll, an offset at or below the one before it",
+    REPLICA_DIVERGENCE: "two replicas hold different records (or one holds none) at an offset below "
+                        "both their high watermarks, where records are committed",
+    NONLINEARIZABLE: "no single log, in real-time order, explains every ack, poll and the final read",
+    UNSEEN: "acknowledged, but no poll ever returned it (consumers may lag: informational)",
+    ABORTED_READ: "a value whose sends all failed was read (Jepsen's G1a)",
+    PHANTOM_READ: "a value no send wrote was read",
+    FUTURE_READ: "a poll saw an offset before the send that got it had begun",
+}
+
 # The documented default: every anomaly but `unseen` makes a run invalid;
 # `duplicate` only when the producer was idempotent (decided by the caller).
 DEFAULT_INVALID = frozenset(a for a in ALL if a != UNSEEN)

@@ -6,13 +6,25 @@ with "fencepost crashed: ..." and the traceback when the harness itself fails.
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
+import textwrap
 import traceback
 from typing import NoReturn, Sequence
 
-from harness.commands import command_modules
+from harness.commands import command_modules, examples
 from harness.errors import EXIT_BAD_INPUT, EXIT_CRASH, BadInput
 from harness.pipes import outputs_that_may_close
+
+
+EXAMPLES = (
+    ("fencepost run", "a 60 s chaos run against the own brokers, checked and reported"),
+    ("fencepost check results/latest", "check the newest run again"),
+    ("fencepost trace results/latest 3-17", "every event that touched the value 3-17"),
+    ("fencepost serve", "browse the runs at http://127.0.0.1:8080/"),
+    ("fencepost doctor", "what this machine can run"),
+    ("fencepost COMMAND --help", "a command's flags and examples"),
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -23,13 +35,40 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
 
 
+class _Version(argparse.Action):
+    """--version: what fencepost runs with (harness/provenance.py), then exit 0."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
+        from harness.provenance import history_reader, versions
+
+        found = versions()
+        print(f"fencepost {found['fencepost']}\n"
+              f"Python {found['python']}\n"
+              f"confluent-kafka {found['confluent_kafka']} (librdkafka {found['librdkafka']})\n"
+              f"run files read by: {history_reader()}")
+        parser.exit(0)
+
+
+def _wrap(text: str) -> str:
+    return textwrap.fill(text, width=min(100, shutil.get_terminal_size().columns - 2))
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="fencepost",
-                     description="Jepsen-style chaos testing of Kafka replication.")
+    parser = _Parser(prog="fencepost", description="Jepsen-style chaos testing of Kafka replication.",
+                     epilog=examples(EXAMPLES), formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action=_Version, nargs=0,
+                        help="print the versions of fencepost, Python, confluent-kafka and librdkafka "
+                             "and which reader reads run files, then exit")
     verbs = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in command_modules():
-        sub = verbs.add_parser(module.NAME, help=module.HELP, description=module.HELP)
+        # Raw, so the examples keep their lines; the prose is wrapped here instead.
+        sub = verbs.add_parser(module.NAME, help=module.HELP, description=_wrap(module.HELP),
+                               formatter_class=argparse.RawDescriptionHelpFormatter)
         module.add_arguments(sub)
+        # A module's own epilog (check: which reader reads) comes first, then its examples.
+        own = _wrap(sub.epilog) if sub.epilog else None
+        sub.epilog = "\n\n".join(part for part in (own, examples(module.EXAMPLES)) if part)
         sub.set_defaults(run=module.run)
     return parser
 

@@ -45,7 +45,7 @@ from harness.history import HISTORY_FILE, HistoryCounts, HistoryReader, Operatio
 TEST_FILE = "test.json"
 RUN_DIR_HELP = (f"a run directory holds {HISTORY_FILE} (the operations), {FINAL_FILE} (the final "
                 f"reads and replica logs) and optionally {TEST_FILE} (the test spec), as in "
-                f"results/<test-name>/<YYYYmmddTHHMMSS>-<6 hex>/ (DESIGN.md §3.1); give the path "
+                f"results/<test-name>/<YYYYmmddTHHMMSS><UTC offset>-<6 hex>/; give the path "
                 f"of one, or results/latest")
 RESET_FS = frozenset(("assign", "subscribe", "crash"))
 # A final.jsonl smaller than this is read in this process even when `parallel`:

@@ -3,8 +3,8 @@
 
 - `/` lists the runs: directories `<results>/<test>/<run>/` holding a history,
   test.json or results.json (symlinks such as `latest` are not listed twice),
-  newest first by the timestamp that starts a run's name (else its modification
-  time), each with its verdict from results.json, its op count, its anomalies,
+  newest first by the time that starts a run's name (with its UTC offset, or
+  in the older form without; else its modification time), each with its verdict from results.json, its op count, its anomalies,
   a link to its report.html and to its files.
 - Any other path is a file or folder under the results folder: files are sent
   as they are (streamed), folders as a listing. A path with a `..` part is
@@ -35,6 +35,7 @@ import orjson
 
 from harness.errors import BadInput
 from harness.report.page import REPORT_FILE as REPORT, esc, page, verdict_badge
+from harness.run.store import format_time, run_started
 from harness.verdict import verdict_word
 
 DEFAULT_HOST = "127.0.0.1"
@@ -102,11 +103,15 @@ def _entry(results: Path, run_dir: Path, test: str) -> RunEntry:
 
 
 def _started(run_dir: Path) -> datetime:
-    """The timestamp that begins a run's name (YYYYmmddTHHMMSS-...), else its mtime."""
+    """When the run began, from its name (harness/run/store.py: with or without a UTC
+    offset), else its modification time; always with its UTC offset."""
+    started = run_started(run_dir.name)
+    if started is not None:
+        return started
     try:
-        return datetime.strptime(run_dir.name[:15], "%Y%m%dT%H%M%S")
-    except ValueError:
-        return datetime.fromtimestamp(run_dir.stat().st_mtime)
+        return datetime.fromtimestamp(run_dir.stat().st_mtime).astimezone()
+    except OSError:
+        return datetime.fromtimestamp(0).astimezone()
 
 
 # --- pages --------------------------------------------------------------------------------
@@ -131,7 +136,7 @@ def runs_page(results: Path, runs: list[RunEntry]) -> str:
         rows.append(f'<tr class="run row-{word}" data-run="{esc(run.relative)}" data-verdict="{word}">'
                     f'<td class="verdict-cell">{verdict}</td><td>{esc(run.test)}</td>'
                     f'<td><a class="files" href="/{esc(link)}/">{esc(run.name)}</a></td>'
-                    f'<td>{run.started:%Y-%m-%d %H:%M:%S}</td>'
+                    f'<td>{esc(format_time(run.started))}</td>'
                     f'<td class="num">{"" if run.ops is None else f"{run.ops:,}"}</td>'
                     f"<td>{anomalies or ('none' if run.checked else '')}</td><td>{report}</td></tr>")
     body = (f"<h1>fencepost runs</h1><p class=\"muted\">{len(runs)} run(s) in {esc(results)}, "

@@ -66,7 +66,9 @@ def test_faults_by_hand_show_in_status_and_history_and_heal_undoes_them(cluster)
 def test_faults_the_cluster_cannot_take_exit_254_naming_the_fix(cluster):
     power_cut = nemesis(cluster, "start", "power-cut")
     assert power_cut.returncode == 254 and "--flush lazy" in power_cut.stderr
-    sideways = nemesis(cluster, "start", "partition", "--target", "sideways")
+    sideways = nemesis(cluster, "start", "partition", "--target", "sideways")  # refused by --target's choices
+    assert sideways.returncode == 254 and "invalid choice: 'sideways'" in sideways.stderr
+    sideways = nemesis(cluster, "start", "partition:sideways")  # by the fault's own spec
     assert sideways.returncode == 254 and "unknown target 'sideways'" in sideways.stderr
     unknown = nemesis(cluster, "start", "meteor")
     assert unknown.returncode == 254 and "meteor" in unknown.stderr

@@ -4,6 +4,7 @@ page, budgets, and properties over generated valid histories."""
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -281,8 +282,12 @@ def test_html_page():
     assert "<svg" in html and "process 0" in html and "process 1" in html
     assert "append 5=&#x27;a&#x27;" in html and "append 4=&#x27;b&#x27;" in html
     assert "Longest order found" in html and "began after" in html
-    for external in ("<script", "src=", "href=", "@import", "url("):
+    for external in ("<script", "src=", "@import", "url("):
         assert external not in html
+    # Links only within the run directory: back to the report, each op to its lines.
+    links = set(re.findall(r'href="([^"]+)"', html))
+    assert links == {"../report.html", "../history.html", "../history.html#i0", "../history.html#i1",
+                     "../history.html#i2", "../history.html#i3"}
 
 
 def test_budget_exhaustion_is_unknown():

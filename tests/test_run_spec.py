@@ -3,13 +3,15 @@ from __future__ import annotations
 
 import io
 import os
+import re
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
 from harness.errors import BadInput
 from harness.run.progress import Progress, Status
 from harness.run.spec import build_spec, load_toml
-from harness.run.store import new_run_dir
+from harness.run.store import format_time, new_run_dir, run_logger, run_stamp, run_started, close_logger
 
 
 def test_defaults_are_the_main_job():
@@ -105,3 +107,45 @@ def test_progress_redraws_one_line_on_a_terminal():
     text = out.getvalue()
     assert text.startswith("\r") and "\n" not in text
     assert "ok 5  fail 1  info 2" in text and "480 ops/s" in text and "faults: kill" in text
+
+
+def test_run_directory_names_carry_the_utc_offset_and_older_names_still_read():
+    utc = datetime(2026, 11, 25, 21, 0, 0, tzinfo=timezone.utc)
+    plus_one = utc.astimezone(timezone(timedelta(hours=1)))
+    assert run_stamp(utc).endswith("Z") and run_stamp(utc).startswith("2026112") and len(run_stamp(utc)) == 16
+    assert run_started(f"{run_stamp(utc)}-abc123") == utc
+    assert run_started("20261125T220000+0100-abc123") == plus_one == utc
+    assert run_started("20261125T160000-0500-0a1b2c") == utc
+    old = run_started("20261125T210000-123456")  # before offsets: this machine's local time
+    assert old == datetime(2026, 11, 25, 21, 0, 0).astimezone() and old.tzinfo is not None
+    for name in ("latest", "20261125T210000", "20261325T210000Z-abc123", "20261125T210000Z-abc12"):
+        assert run_started(name) is None, name
+    assert format_time(utc) == "2026-11-25 21:00:00 UTC"
+    assert format_time(plus_one) == "2026-11-25 22:00:00 +01:00"
+
+
+def test_a_new_run_directory_and_its_log_say_their_utc_offset(tmp_path):
+    run_dir = new_run_dir(tmp_path, "t")
+    assert re.fullmatch(r"\d{8}T\d{6}(Z|[+-]\d{4})-[0-9a-f]{6}", run_dir.name), run_dir.name
+    assert abs((run_started(run_dir.name) - datetime.now().astimezone()).total_seconds()) < 60
+    log = run_logger(run_dir)
+    log.info("hello")
+    close_logger(log)
+    line = (run_dir / "fencepost.log").read_text().strip()
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d{4} INFO hello", line), line
+
+
+def test_fencepost_log_says_the_verdict_in_words():
+    from pathlib import Path
+
+    from harness.checking import CheckOutcome
+    from harness.run.runner import RunOutcome, verdict_line
+
+    invalid = RunOutcome(Path("r"), CheckOutcome(False, {"anomaly_counts": {"lost-write": 3, "duplicate": 0}}, 1),
+                         None, timings={"run to first op": 1.666}, problems=[])
+    assert verdict_line(invalid) == ("verdict: invalid (lost-write 3); timings: run to first op 1.7 s; "
+                                     "problems: none")
+    unknown = RunOutcome(Path("r"), CheckOutcome("unknown", {}, 2), None, problems=["quiesce: timed out"])
+    assert verdict_line(unknown) == "verdict: unknown; timings: none; problems: quiesce: timed out"
+    assert verdict_line(RunOutcome(Path("r"), CheckOutcome(True, {}, 0), None)).startswith("verdict: valid;")
+    assert "False" not in verdict_line(invalid) and "{" not in verdict_line(invalid)

@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import orjson
@@ -56,6 +57,10 @@ def results(tmp_path: Path) -> Path:
     _run(results, "kill-test", "20261121T090000-bbbbbb", valid=True)
     _run(results, "pause-test", "20261121T100000-cccccc", valid="unknown")
     _run(results, "pause-test", "20261121T110000-dddddd", report=False)  # not checked yet
+    # Names with their UTC offset (harness/run/store.py) sort among the older ones by
+    # the moment they name: 09:30 at +0100 is 08:30 UTC.
+    _run(results, "kill-test", "20261121T093000+0100-eeeeee", valid=True)
+    _run(results, "kill-test", "20261121T120000Z-ffffff", valid=True)
     (results / "clusters" / "default").mkdir(parents=True)  # not a run
     (results / "latest").symlink_to("pause-test/20261121T110000-dddddd")
     (tmp_path / "secret.txt").write_text(SECRET)
@@ -88,18 +93,28 @@ def _get(server, path: str, method: str = "GET") -> tuple[int, dict[str, str], b
         connection.close()
 
 
-def test_runs_are_listed_newest_first_each_with_its_verdict(results, server):
-    status, headers, body = _get(server, "/")
+def test_runs_are_listed_newest_first_each_with_its_verdict(results, server, monkeypatch):
+    monkeypatch.setenv("TZ", "UTC")  # names without an offset are read as local time
+    time.tzset()
+    try:
+        status, headers, body = _get(server, "/")
+    finally:
+        monkeypatch.undo()
+        time.tzset()
     assert status == 200 and headers["content-type"] == "text/html; charset=utf-8"
     rows = re.findall(r'<tr class="run row-(\w+)" data-run="([^"]+)" data-verdict="(\w+)">', body.decode())
-    assert rows == [("unknown", "pause-test/20261121T110000-dddddd", "unknown"),
+    assert rows == [("valid", "kill-test/20261121T120000Z-ffffff", "valid"),
+                    ("unknown", "pause-test/20261121T110000-dddddd", "unknown"),
                     ("unknown", "pause-test/20261121T100000-cccccc", "unknown"),
                     ("valid", "kill-test/20261121T090000-bbbbbb", "valid"),
+                    ("valid", "kill-test/20261121T093000+0100-eeeeee", "valid"),
                     ("invalid", "kill-test/20261120T080000-aaaaaa", "invalid")]
     page = body.decode()
     assert 'href="/kill-test/20261120T080000-aaaaaa/report.html"' in page
+    assert 'href="/kill-test/20261121T093000%2B0100-eeeeee/report.html"' in page
+    assert "2026-11-21 12:00:00 UTC" in page and "2026-11-21 09:30:00 +01:00" in page
     assert "lost-write 2" in page and "1,234" in page and "not checked" in page
-    assert [run.checked for run in find_runs(results)] == [False, True, True, True]
+    assert [run.checked for run in find_runs(results)] == [True, False, True, True, True, True]
 
 
 def test_files_and_folders_under_the_results_folder_are_served(results, server):

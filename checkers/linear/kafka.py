@@ -20,7 +20,7 @@ from checkers.linear.logmodel import Append, LogModel, Read, ReadExact
 from checkers.linear.minimize import Counterexample, minimize
 from checkers.linear.model import Op
 from checkers.linear.search import check
-from checkers.linear.visual import render_html
+from checkers.linear.visual import RunLinks, render_html
 from checkers.offsets import Observations, observe
 from checkers.partition import CheckOptions, PartitionHistory, Poll, Send
 
@@ -264,7 +264,7 @@ def check_partition(ph: PartitionHistory, options: CheckOptions,
         return result
     result.counterexample = [counterexample_entry(op, cx) for op in cx.ops]
     result.explanation = cx.explanation
-    result.html = render_html(cx, title=f"{ph.topic}/{ph.partition}: not linearizable")
+    result.html = render_html(cx, title=f"{ph.topic}/{ph.partition}: not linearizable", links=RUN_LINKS)
     return result
 
 
@@ -351,6 +351,20 @@ def _origin(op: Op) -> tuple[str, Send | Poll | None, bool]:
     if isinstance(ref, Poll):
         return "poll", ref, False
     return FINAL_READ, None, False
+
+
+def history_lines(op: Op) -> tuple[int, ...]:
+    """The history lines of a search op: its send's or poll's invoke and completion;
+    none for the final read's (they are not history lines)."""
+    _, origin, _ = _origin(op)
+    if origin is None:
+        return ()
+    return tuple(i for i in (origin.invoke_index, origin.complete_index) if i is not None)
+
+
+# The page is written to RUN_DIR/linear/<topic>-<partition>.html (harness/checking.py),
+# beside the report and the history viewer one folder up.
+RUN_LINKS = RunLinks(report="../report.html", history="../history.html", lines=history_lines)
 
 
 def describe_with_source(model: LogModel) -> Callable[[Op], str]:

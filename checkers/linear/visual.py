@@ -5,13 +5,30 @@ states along it, and why the rest cannot take effect.
 
 The time axis is compressed: every distinct call or return position gets one
 slot, in order, so a few ops spread over a long history stay readable.
+
+With `RunLinks` (a page written into a run directory), the page links back to the
+report and each op to its history lines in the history viewer: its bar, and a
+column of the tables.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from html import escape
-from typing import Any
+from typing import Any, Callable
 
 from checkers.linear.minimize import Counterexample
+from checkers.linear.model import Op
+
+
+@dataclass(frozen=True, slots=True)
+class RunLinks:
+    """Where the page sits among a run's pages (relative links)."""
+    report: str  # e.g. "../report.html"
+    history: str  # the history viewer; a line is history + "#i<line>"
+    lines: Callable[[Op], tuple[int, ...]]  # an op's history lines (none: not from a line)
+
+    def line_links(self, op: Op) -> str:
+        return "&ndash;".join(f'<a href="{escape(self.history)}#i{n}">{n}</a>' for n in self.lines(op))
 
 _SLOT = 120  # px per distinct time point
 _LANE = 44  # px per process lane
@@ -39,19 +56,23 @@ _FILL_TAKEN = "#cfe8cf"
 _FILL_STUCK = "#f6c7bf"
 
 
-def render_html(cx: Counterexample, title: str = "Not linearizable") -> str:
+def render_html(cx: Counterexample, title: str = "Not linearizable", links: RunLinks | None = None) -> str:
     """The page for one counterexample (see the module docstring)."""
+    nav = (f'<p class="nav"><a href="{escape(links.report)}">&larr; the report</a> &middot; '
+           f'<a href="{escape(links.history)}">the history viewer</a> (each op below links to its '
+           f'lines there)</p>' if links else "")
     return "\n".join([
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         f"<title>{escape(title)}</title>",
         f"<style>{_CSS}</style></head><body>",
         f"<h1>{escape(title)}</h1>",
+        nav,
         f'<p class="why">{escape(cx.explanation)}</p>',
         _legend(),
-        _timeline(cx),
-        _order_table(cx),
-        _stuck_table(cx),
+        _timeline(cx, links),
+        _order_table(cx, links),
+        _stuck_table(cx, links),
         "</body></html>",
     ])
 
@@ -60,7 +81,7 @@ def _lane_key(process: Any) -> tuple[int, str]:
     return (0, f"{process:>12}") if isinstance(process, int) else (1, str(process))
 
 
-def _timeline(cx: Counterexample) -> str:
+def _timeline(cx: Counterexample, links: RunLinks | None = None) -> str:
     lanes = sorted({op.process for op in cx.ops}, key=_lane_key)
     lane_of = {p: i for i, p in enumerate(lanes)}
     points = sorted({t for op in cx.ops for t in (op.call, op.ret) if t is not None})
@@ -90,7 +111,8 @@ def _timeline(cx: Counterexample) -> str:
         taken = op.id in order
         dash = ' stroke-dasharray="5 3"' if op.ret is None else ""
         ends = f"called {op.call}, " + ("outcome unknown" if op.ret is None else f"returned {op.ret}")
-        out.append("<g>")
+        lines = links.lines(op) if links else ()
+        out.append(f'<a href="{escape(links.history)}#i{lines[0]}">' if lines else "<g>")
         out.append(f"<title>{escape(cx.descriptions[op.id])} ({ends})</title>")
         out.append(f'<rect x="{x1:.0f}" y="{y}" width="{x2 - x1:.0f}" height="{_BAR}" rx="4" '
                    f'fill="{_FILL_TAKEN if taken else _FILL_STUCK}" stroke="#444"{dash}/>')
@@ -102,7 +124,7 @@ def _timeline(cx: Counterexample) -> str:
             text_x = x1 + 24
         label = _fit(cx.labels[op.id], x2 - text_x - 4)
         out.append(f'<text x="{text_x:.0f}" y="{y + _BAR / 2 + 4:.0f}">{escape(label)}</text>')
-        out.append("</g>")
+        out.append("</a>" if lines else "</g>")
     out.append("</svg>")
     return "\n".join(out)
 
@@ -122,17 +144,22 @@ def _legend() -> str:
             'effect)</span></p>')
 
 
-def _order_table(cx: Counterexample) -> str:
-    rows = [f'<tr><td>0</td><td>(start)</td><td class="mono">{escape(cx.states[0])}</td></tr>']
+def _order_table(cx: Counterexample, links: RunLinks | None = None) -> str:
+    extra = "<td></td>" if links else ""
+    rows = [f'<tr><td>0</td><td>(start)</td>{extra}<td class="mono">{escape(cx.states[0])}</td></tr>']
     for i, op in enumerate(cx.longest, 1):
-        rows.append(f'<tr><td>{i}</td><td class="mono">{escape(cx.descriptions[op.id])}</td>'
+        lines = f"<td>{links.line_links(op)}</td>" if links else ""
+        rows.append(f'<tr><td>{i}</td><td class="mono">{escape(cx.descriptions[op.id])}</td>{lines}'
                     f'<td class="mono">{escape(cx.states[i])}</td></tr>')
-    return ("<h2>Longest order found</h2><table><tr><th>#</th><th>operation</th>"
+    head = "<th>history lines</th>" if links else ""
+    return (f"<h2>Longest order found</h2><table><tr><th>#</th><th>operation</th>{head}"
             "<th>state after it</th></tr>" + "".join(rows) + "</table>")
 
 
-def _stuck_table(cx: Counterexample) -> str:
-    rows = [f'<tr><td class="mono">{escape(cx.descriptions[op.id])}</td><td>{escape(why)}</td></tr>'
+def _stuck_table(cx: Counterexample, links: RunLinks | None = None) -> str:
+    rows = [f'<tr><td class="mono">{escape(cx.descriptions[op.id])}</td>'
+            + (f"<td>{links.line_links(op)}</td>" if links else "") + f"<td>{escape(why)}</td></tr>"
             for op, why in cx.stuck]
-    return ("<h2>Then stuck</h2><table><tr><th>operation</th><th>why it cannot take effect next"
+    head = "<th>history lines</th>" if links else ""
+    return (f"<h2>Then stuck</h2><table><tr><th>operation</th>{head}<th>why it cannot take effect next"
             "</th></tr>" + "".join(rows) + "</table>")

@@ -1,5 +1,5 @@
 """Running a campaign: its runs one after another, each on a fresh cluster, in
-`RESULTS/campaigns/<name>/<YYYYmmddTHHMMSS>-<6 hex>/` (`latest` beside them):
+`RESULTS/campaigns/<name>/<YYYYmmddTHHMMSS><UTC offset>-<6 hex>/` (`latest` beside them):
 
   campaign.json              the campaign file's name, its source and the planned run ids
   runs/<run-id>/outcome.json the run's settings and configuration, verdict, exit code, anomaly

@@ -1,7 +1,9 @@
 """The registry of `fencepost` subcommands.
 
-A subcommand is a module with `NAME`, `HELP`, `add_arguments(parser)` and
-`run(args) -> int` (an exit code, DESIGN.md §3.5). Such modules import what they
+A subcommand is a module with `NAME`, `HELP`, `EXAMPLES` (pairs of a command line
+and what it does, shown under `--help`), `add_arguments(parser)` and
+`run(args) -> int` (an exit code: 0 valid, 1 invalid, 2 unknown, 254 bad input,
+255 crashed). Such modules import what they
 need inside `run`, so that `fencepost --help` stays fast. To add a verb
 (run, cluster, campaign, analyze, serve, ...), write its module and list it here.
 """
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
+from typing import Sequence
 
 COMMANDS = (
     "harness.commands.run",
@@ -22,7 +25,16 @@ COMMANDS = (
     "harness.commands.nemesis",
     "harness.commands.serve",
     "harness.commands.report",
+    "harness.commands.trace",
+    "harness.commands.doctor",
+    "harness.commands.completion",
 )
+
+
+def examples(pairs: Sequence[tuple[str, str]]) -> str:
+    """An epilog of examples: each command line, and under it what it does (shown
+    under --help with argparse.RawDescriptionHelpFormatter, which keeps the lines)."""
+    return "examples:\n" + "\n".join(f"  {command}\n      {what}" for command, what in pairs)
 
 
 def command_modules() -> list[ModuleType]:

@@ -9,6 +9,11 @@ from pathlib import Path
 
 NAME = "analyze"
 HELP = "check a campaign's runs on Spark and compare them per configuration (report, plots, CSV, JUnit)"
+EXAMPLES = (
+    ("fencepost analyze results/campaigns/truncation/latest", "check a campaign on Spark, local[*]"),
+    ("fencepost analyze CAMPAIGN_DIR --master spark://host:7077 --conf spark.executor.memory=4g",
+     "on a standalone Spark cluster"),
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -9,6 +9,10 @@ from pathlib import Path
 
 NAME = "campaign"
 HELP = "run a campaign: a matrix of configurations and seeds, one run after another"
+EXAMPLES = (
+    ("fencepost campaign campaigns/truncation.toml", "80 runs: every truncation mode under four faults"),
+    ("fencepost campaign campaigns/truncation.toml --resume", "continue the latest directory, skipping finished runs"),
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

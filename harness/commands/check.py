@@ -8,6 +8,10 @@ from pathlib import Path
 
 NAME = "check"
 HELP = "check a run directory: write results.json, print the verdict (exit 0/1/2)"
+EXAMPLES = (
+    ("fencepost check results/latest", "check the newest run: results.json, the verdict (exit 0/1/2)"),
+    ("fencepost check RUN_DIR --no-write --jobs 1", "print the verdict only, in this process"),
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

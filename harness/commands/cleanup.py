@@ -18,6 +18,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "run-<last 6 characters of its run directory>); default: every cluster's")
 
 
+EXAMPLES = (
+    ("fencepost cleanup", "remove everything a crashed fencepost left on this machine"),
+    ("fencepost cleanup --cluster run-abc123", "only what the run ...-abc123 left"),
+)
+
+
 def run(args: argparse.Namespace) -> int:
     from clusters.cleanup import cleanup_everything
 

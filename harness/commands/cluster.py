@@ -12,17 +12,26 @@ import argparse
 import sys
 from pathlib import Path
 
+from harness.commands import examples
 from harness.errors import EXIT_VALID, BadInput
 
 NAME = "cluster"
 HELP = "start, inspect or stop a cluster left running (up, status, down)"
 DEFAULT_NAME = "default"
+EXAMPLES = (
+    ("fencepost cluster up --backend process", "3 own brokers on this machine, left running"),
+    ("fencepost cluster up --system kafka:3.9.1 --name k", "stock Kafka, named k"),
+    ("fencepost cluster status", "every recorded cluster and its nodes"),
+    ("fencepost cluster down --name k", "stop it and remove its hosts"),
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True,
                                     parser_class=type(parser))
-    up = actions.add_parser("up", help="start a cluster on fresh hosts and leave it running")
+    up = actions.add_parser("up", help="start a cluster on fresh hosts and leave it running",
+                            formatter_class=argparse.RawDescriptionHelpFormatter,
+                            epilog=examples(EXAMPLES[:2]))
     up.add_argument("--system", default="own", help="what runs on the hosts (default: own)")
     up.add_argument("--backend", choices=("netns", "process", "docker", "ssh"),
                     help="where the nodes are (default: netns as root on Linux, else process)")
@@ -44,8 +53,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     up.add_argument("--backend-option", action="append", default=[], metavar="KEY=VALUE",
                     help="a backend setting, repeatable (netns: subnet=10.77.0.0/24; docker: image=NAME; "
                          "ssh: see docs/hosts/ssh.md); VALUE is parsed as JSON when it can be")
-    for action in (up, actions.add_parser("status", help="show a cluster's nodes and faults (all, without --name)"),
-                   actions.add_parser("down", help="stop a cluster and remove its hosts")):
+    status = actions.add_parser("status", help="show a cluster's nodes and faults (all, without --name)",
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog=examples(EXAMPLES[2:3]))
+    down = actions.add_parser("down", help="stop a cluster and remove its hosts",
+                              formatter_class=argparse.RawDescriptionHelpFormatter, epilog=examples(EXAMPLES[3:]))
+    for action in (up, status, down):
         action.add_argument("--name", default=None if action is not up else DEFAULT_NAME,
                             help=f"the cluster's name (default {DEFAULT_NAME})")
         action.add_argument("--results", type=Path, default=Path("results"),

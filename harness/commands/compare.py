@@ -30,6 +30,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(e.g. kafka:2.0.1, own:hw, kafka:2.0.1:kip320) instead of against the row above it")
 
 
+EXAMPLES = (
+    ("fencepost compare results/", "every run under results/, per system, truncation and faults"),
+    ("fencepost compare results/campaigns/truncation/latest --out /tmp/cmp", "one campaign, written elsewhere"),
+)
+
+
 def run(args: argparse.Namespace) -> int:
     from harness.compare.collect import collect
     from harness.compare.formats import render, to_csv

@@ -9,6 +9,10 @@ from harness.errors import EXIT_VALID, BadInput
 
 NAME = "export"
 HELP = "export a run's history for other tools (--edn: Jepsen's kafka workload form)"
+EXAMPLES = (
+    ("fencepost export results/latest --edn", "write RUN_DIR/history.edn for Jepsen and Elle"),
+    ("fencepost export RUN_DIR --edn --out /tmp/h.edn", "elsewhere"),
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

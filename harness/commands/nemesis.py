@@ -13,25 +13,36 @@ import argparse
 import sys
 from pathlib import Path
 
+from harness.commands import examples
 from harness.errors import EXIT_VALID, BadInput
 
 NAME = "nemesis"
 HELP = "inject a fault into a running cluster by hand, or heal it (start, heal)"
 HISTORY = "nemesis.jsonl"
+EXAMPLES = (
+    ("fencepost nemesis start pause --target leader", "pause the leader of a partition of fp"),
+    ("fencepost nemesis start partition:majorities-ring --cluster k", "cut the network of cluster k"),
+    ("fencepost nemesis heal", "undo every fault"),
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from nemesis.spec import PARTITION_TARGETS, PROCESS_TARGETS
+
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True,
                                     parser_class=type(parser))
-    start = actions.add_parser("start", help="inject one fault and leave it in place")
+    start = actions.add_parser("start", help="inject one fault and leave it in place",
+                               formatter_class=argparse.RawDescriptionHelpFormatter, epilog=examples(EXAMPLES[:2]))
     start.add_argument("fault", metavar="FAULT",
                        help="partition, pause, kill, power-cut, leader-bounce, zombie or fast-leader-change (NAME[:TARGET] works too)")
-    start.add_argument("--target", help="partition: one, minority, majority, majorities-ring, bridge, leader, "
-                                        "controller; pause/kill/power-cut: one, leader, controller, minority, all")
+    start.add_argument("--target", choices=sorted({*PARTITION_TARGETS, *PROCESS_TARGETS}),
+                       help=f"whom the fault hits: partition {', '.join(PARTITION_TARGETS)}; "
+                            f"pause, kill, power-cut {', '.join(PROCESS_TARGETS)}")
     start.add_argument("--seed", type=int, help="seed for the choice of nodes (default: random)")
     start.add_argument("--topic", default="fp", help="the topic whose leader `leader` targets and scenarios use")
     start.add_argument("--partition", type=int, help="that topic's partition (default: chosen at random)")
-    heal = actions.add_parser("heal", help="undo every fault: heal cuts, continue paused nodes, restart stopped ones")
+    heal = actions.add_parser("heal", help="undo every fault: heal cuts, continue paused nodes, restart stopped ones",
+                              formatter_class=argparse.RawDescriptionHelpFormatter, epilog=examples(EXAMPLES[2:]))
     for action in (start, heal):
         action.add_argument("--cluster", default="default", metavar="NAME", help="the cluster (default: default)")
         action.add_argument("--results", type=Path, default=Path("results"),

@@ -1,5 +1,6 @@
-"""`fencepost report RUN_DIR`: write (again) a run's report.html, history.html and plots/,
-e.g. after `fencepost check` of a run directory made elsewhere."""
+"""`fencepost report RUN_DIR`: write (again) a run's report.html, history.html,
+timeline.html, trace/ and plots/, e.g. after `fencepost check` of a run directory made
+elsewhere."""
 from __future__ import annotations
 
 import argparse
@@ -8,7 +9,12 @@ from pathlib import Path
 from harness.errors import EXIT_VALID
 
 NAME = "report"
-HELP = "write a run's report.html and plots/ (again) from its history and results.json"
+HELP = ("write a run's report.html, history.html, timeline.html, trace pages and plots/ (again) from its "
+        "history, final logs and results.json")
+EXAMPLES = (
+    ("fencepost report results/latest", "write the newest run's report.html, history.html, timeline.html, plots/"),
+    ("fencepost check RUN_DIR && fencepost report RUN_DIR", "a run made elsewhere: check it, then report it"),
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -14,9 +14,19 @@ from harness.errors import EXIT_CRASH
 
 NAME = "run"
 HELP = "run a chaos test end to end: cluster, traffic, faults, heal, final reads, check, report"
+EXAMPLES = (
+    ("fencepost run", "the main job: own brokers, kill,pause,partition, 60 s at 500 ops/s"),
+    ("fencepost run --backend process --time-limit 10", "a short run without root (kill and pause only)"),
+    ("fencepost run --truncation hw --nemesis leader-bounce --nemesis-schedule fixed --nemesis-interval 4 "
+     "--time-limit 30", "KIP-101's lost writes, reproduced"),
+    ("fencepost run --system kafka:3.9.1 --nemesis kill,pause,partition", "stock Apache Kafka"),
+    ("fencepost run --config my-test.toml --seed 7", "a test spec from a file (docs/RUN.md), one flag overriding it"),
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from harness.run.spec import BACKENDS, FLUSHES, SCHEDULES, TRUNCATIONS
+
     parser.add_argument("--config", type=Path, metavar="FILE.toml",
                         help="a test spec (docs/RUN.md lists its settings); flags override it")
     parser.add_argument("--name", help="the test's name: results go to RESULTS/NAME/ (default fencepost)")
@@ -26,21 +36,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--system-option", action="append", default=[], metavar="KEY=VALUE",
                         help="a system setting, repeatable (kafka: mode=kraft, controllers=3, "
                              "session_timeout_ms=3000, broker_config={...}; docs/KAFKA.md)")
-    parser.add_argument("--backend", help="netns, process, docker or ssh (default: netns as root, else process)")
+    # "" is the spec's "let fencepost choose" (docs/RUN.md), as when the flag is left out.
+    parser.add_argument("--backend", choices=(*BACKENDS, ""), metavar=_choices(BACKENDS),
+                        help="where the nodes run (default: netns as root with ip and iptables, else process)")
     parser.add_argument("--backend-option", action="append", default=[], metavar="KEY=VALUE",
                         help="a backend setting, repeatable (e.g. subnet=10.77.3.0/24)")
     parser.add_argument("--nodes", type=int, help="brokers (default 3)")
-    parser.add_argument("--truncation", help="hw, kip101, kip279 or kip320 (default kip320)")
-    parser.add_argument("--flush", help="the own broker's flush mode: os, fsync, lazy (default os; lazy with power-cut)")
+    parser.add_argument("--truncation", choices=TRUNCATIONS,
+                        help="follower truncation: the protocol under test (default: kip320 on the own system, "
+                             "the release's own protocol, release, on stock Kafka)")
+    parser.add_argument("--flush", choices=(*FLUSHES, ""), metavar=_choices(FLUSHES),
+                        help="the own broker's flush mode (default os; lazy with power-cut)")
     parser.add_argument("--nemesis", metavar="FAULTS",
                         help="faults, e.g. kill,pause,partition:majorities-ring, leader-bounce, zombie, fast-leader-change; none for none")
-    parser.add_argument("--nemesis-schedule", help="fixed, random (default) or scripted (script from --config)")
+    parser.add_argument("--nemesis-schedule", choices=SCHEDULES,
+                        help="when faults happen (default random; scripted: the script from --config)")
     parser.add_argument("--nemesis-interval", type=float, metavar="S", help="seconds between faults (default 10)")
     parser.add_argument("--time-limit", type=float, metavar="S", help="seconds of traffic (default 60)")
     parser.add_argument("--rate", type=float, metavar="OPS", help="operations per second (default 500)")
     parser.add_argument("--concurrency", type=int, metavar="N", help="producer processes (default 10)")
     parser.add_argument("--seed", type=int, help="seed of every random choice (default 0)")
     parser.add_argument("--results", help="the results folder (default results)")
+
+
+def _choices(names: tuple[str, ...]) -> str:
+    return "{" + ",".join(names) + "}"
 
 
 def run(args: argparse.Namespace) -> int:

@@ -11,6 +11,10 @@ from harness.errors import EXIT_VALID
 
 NAME = "serve"
 HELP = "serve the results folder over HTTP: the runs by verdict, their reports and files"
+EXAMPLES = (
+    ("fencepost serve", "the runs under ./results at http://127.0.0.1:8080/"),
+    ("fencepost serve --port 0 --results /data/results", "any free port (printed), another folder"),
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -1,13 +1,16 @@
-"""The report of a run (DESIGN.md §2 step 7): `write_report(run_dir)` writes
-RUN_DIR/report.html (self-contained), RUN_DIR/history.html (the history viewer)
-and RUN_DIR/plots/*.png. docs/REPORT.md says what they show.
+"""The report of a run: `write_report(run_dir)` writes RUN_DIR/report.html, the
+history viewer RUN_DIR/history.html, the timeline RUN_DIR/timeline.html, a page per
+traced value or offset under RUN_DIR/trace/, and RUN_DIR/plots/*.png, every page
+self-contained. docs/REPORT.md says what they show.
 
-Modules: build (write_report), inputs (test.json, results.json, files to link),
-scan (one pass over history.jsonl), bands (nemesis ops -> fault bands),
-figures (shared matplotlib setup and shading), plots (latency, rate, unseen),
-timeline (ops per process), history_viewer, html (the report page), page (HTML
-shared with `fencepost serve`). matplotlib is imported only when a report is
-written, so importing this package stays cheap.
+Modules: build (write_report), inputs (test.json, results.json, files to link, what
+to trace), scan (one pass over history.jsonl, feeding observers), bands (nemesis ops
+-> fault bands), colours (shared by plots and pages), figures (matplotlib setup and
+shading), plots (latency, rate, unseen, realtime lag), lag (the realtime lag),
+timeline (ops per process, PNG), history_data (the history embedded in the pages),
+history_viewer, timeline_page, trace_page (harness/trace.py's traces), html (the
+report page), page (HTML shared with `fencepost serve`). matplotlib is imported only
+when a report is written, so importing this package stays cheap.
 """
 from __future__ import annotations
 

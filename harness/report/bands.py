@@ -8,13 +8,18 @@ the history). Then faults are opened and closed:
 | opened by | kind | closed by |
 |---|---|---|
 | `start-partition` | partition | `stop-partition` with the same grudge (else the oldest open partition) |
-| `pause` | pause | `resume` of one of its nodes |
-| `kill`, `power-cut`, `stop` (clean) | kill, power-cut, stop | `start` of one of its nodes |
+| `pause` | pause | `resume` of its nodes; a `kill`, `power-cut` or `stop` of its nodes |
+| `kill`, `power-cut`, `stop` (clean) | kill, power-cut, stop | `start` of its nodes |
 
-A `heal` (a band of its own) closes every open fault; a fault started again on a
-node that already has one open closes the older one where its action ended (a
-history that records a kill as kill-and-restart in one action); a fault still open
-when the history ends lasts to its end. Scenarios (`leader-bounce`, `zombie`, `fast-leader-change`) are
+A node-keyed fault is closed for the nodes the closing action names, where that
+action ended; its other nodes stay in a band of their own from there on (a
+`pause n1,n2` then `kill n2` is `pause n1,n2` up to the kill and `pause n1` after
+it). A kill, power cut or clean stop ends a pause because the process it froze is
+gone: the scenarios (nemesis/scenarios.py) pause a node and later kill it, and
+never resume it. A `heal` (a band of its own) closes every open fault; a fault
+started again on a node that already has one open closes the older one where its
+action ended (a history that records a kill as kill-and-restart in one action); a
+fault still open when the history ends lasts to its end. Scenarios (`leader-bounce`, `zombie`, `fast-leader-change`) are
 bands of kind `scenario` from their invoke to their info; their steps are faults
 like any other, marked with the scenario's name. Waits (`await-*`) are not faults.
 Any other action is a band of its own kind, from invoke to info.
@@ -29,6 +34,9 @@ FAULT_STARTS = {"start-partition": "partition", "pause": "pause", "kill": "kill"
                 "power-cut": "power-cut", "stop": "stop"}
 FAULT_STOPS = {"stop-partition": ("partition",), "resume": ("pause",),
                "start": ("kill", "power-cut", "stop")}
+# A fault start that also ends other faults of its nodes: a process killed or stopped
+# is no longer paused.
+ENDS_ON_START = {"kill": ("pause",), "power-cut": ("pause",), "stop": ("pause",)}
 SCENARIOS = ("leader-bounce", "zombie", "fast-leader-change")
 HEAL = "heal"
 SCENARIO = "scenario"
@@ -61,6 +69,8 @@ class Action:
     end: int
     value: Any
     error: str | None
+    invoke_index: int | None = None  # history lines; None: no such line (an info alone, or
+    info_index: int | None = None  # an invoke never answered)
 
 
 def pair_actions(ops: Iterable[NemesisOp], end_time: int) -> list[Action]:
@@ -69,7 +79,7 @@ def pair_actions(ops: Iterable[NemesisOp], end_time: int) -> list[Action]:
     open_by_f: dict[str, list[Action]] = {}
     for op in ops:
         if op.type == "invoke":
-            action = Action(op.f, op.time, end_time, op.value, None)
+            action = Action(op.f, op.time, end_time, op.value, None, op.index)
             actions.append(action)
             open_by_f.setdefault(op.f, []).append(action)
             continue
@@ -77,11 +87,12 @@ def pair_actions(ops: Iterable[NemesisOp], end_time: int) -> list[Action]:
         if waiting:
             action = waiting.pop()  # scenario steps nest inside their scenario: last in, first out
             action.end = op.time
+            action.info_index = op.index
             if op.value is not None:
                 action.value = op.value
             action.error = op.error
         else:
-            actions.append(Action(op.f, op.time, op.time, op.value, op.error))
+            actions.append(Action(op.f, op.time, op.time, op.value, op.error, None, op.index))
     return actions
 
 
@@ -96,6 +107,18 @@ def nemesis_bands(ops: Iterable[NemesisOp], end_time: int) -> list[Band]:
         bands.append(Band(kind, action.start, max(at, action.start), _label(kind, key),
                           _scenario(action.value)))
 
+    def close_nodes(kinds: tuple[str, ...], nodes: set[str], at: int) -> None:
+        """Close the open faults of `kinds` on any of `nodes` at `at`; their other
+        nodes carry on in a band that begins there."""
+        for entry in [e for e in open_faults if e[0] in kinds and set(e[2]) & nodes]:
+            close(entry, at)
+            kind, action, key = entry
+            rest = [node for node in key if node not in nodes]
+            if rest:
+                value = {**action.value, "nodes": rest} if isinstance(action.value, dict) else action.value
+                carried = Action(action.f, max(at, action.start), action.end, value, action.error)
+                open_faults.append((kind, carried, rest))
+
     for action in pair_actions(ops, end_time):
         f = action.f
         if f in FAULT_STARTS:
@@ -106,6 +129,7 @@ def nemesis_bands(ops: Iterable[NemesisOp], end_time: int) -> list[Band]:
             if kind != "partition":
                 for entry in [e for e in open_faults if e[0] == kind and set(e[2]) & set(key)]:
                     close(entry, entry[1].end)
+                close_nodes(ENDS_ON_START.get(f, ()), set(key), action.end)
             open_faults.append((kind, action, key))
         elif f in FAULT_STOPS:
             kinds = FAULT_STOPS[f]
@@ -113,11 +137,10 @@ def nemesis_bands(ops: Iterable[NemesisOp], end_time: int) -> list[Band]:
                 candidates = [e for e in open_faults if e[0] == "partition"]
                 same = [e for e in candidates if e[2] == _grudge(action.value)]
                 closing = (same or candidates)[:1]
+                for entry in closing:
+                    close(entry, action.end)
             else:
-                nodes = set(_nodes(action.value))
-                closing = [e for e in open_faults if e[0] in kinds and set(e[2]) & nodes]
-            for entry in closing:
-                close(entry, action.end)
+                close_nodes(kinds, set(_nodes(action.value)), action.end)
         elif f == HEAL:
             bands.append(Band(HEAL, action.start, action.end, "heal"))
             for entry in list(open_faults):

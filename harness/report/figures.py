@@ -1,6 +1,6 @@
 """What every plot of the report shares: figures drawn with matplotlib's Agg canvas
-(no pyplot, so no global figure state), the colours of op types and fault kinds,
-the nemesis shading (Jepsen's style: a band per fault from its start to its stop,
+(no pyplot, so no global figure state), the colours of op types and fault kinds
+(colours.py, shared with the HTML pages), the nemesis shading (Jepsen's style: a band per fault from its start to its stop,
 a legend entry per kind), the time axis in seconds, PNG output, and the
 placeholder drawn when there is nothing to plot.
 """
@@ -14,19 +14,14 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from harness.report.bands import HEAL, SCENARIO, Band
+from harness.report.bands import SCENARIO, Band
+from harness.report.colours import fault_colour
 
 DPI = 100
 WIDTH_IN = 11.0
 HEIGHT_IN = 4.2
 NS_PER_S = 1e9
 
-# Op outcome colours (as Jepsen's perf plots: ok blue, info orange, fail pink-red).
-TYPE_COLOURS = {"ok": "#4C8BE8", "fail": "#E5396B", "info": "#F5A623"}
-FAULT_COLOURS = {"partition": "#C9A227", "pause": "#8E6CC4", "kill": "#D1495B",
-                 "power-cut": "#6B4226", "stop": "#EE8434", HEAL: "#2A9D8F",
-                 SCENARIO: "#1982C4"}
-_SPARE_COLOURS = ("#7FB800", "#00A6ED", "#F6511D", "#A23B72", "#3B1F2B", "#6D9DC5")
 BAND_ALPHA = 0.16
 SCENARIO_STRIP = (0.94, 1.0)  # scenario bands: a strip along the top, in axes fraction
 # Bands of one kind closer than this share of the plot's span are drawn as one: the
@@ -41,15 +36,6 @@ def new_figure(height_in: float = HEIGHT_IN) -> tuple[Figure, Axes]:
     ax.grid(True, which="major", color="#dddddd", linewidth=0.6)
     ax.set_axisbelow(True)
     return fig, ax
-
-
-def fault_colour(kind: str, spare: dict[str, str]) -> str:
-    """The colour of a fault kind; kinds without one get the next spare colour."""
-    if kind in FAULT_COLOURS:
-        return FAULT_COLOURS[kind]
-    if kind not in spare:
-        spare[kind] = _SPARE_COLOURS[len(spare) % len(_SPARE_COLOURS)]
-    return spare[kind]
 
 
 def shade_bands(ax: Axes, bands: Iterable[Band]) -> list[Patch]:

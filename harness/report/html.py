@@ -1,9 +1,12 @@
 """The report page, `RUN_DIR/report.html`, rendered from what the other report
-modules computed: the verdict (coloured) and why, a summary of the test and of
-its operations, the anomaly table whose example ops link into the history viewer,
-linearizability counterexamples, the plots (embedded as data: URIs, so the file
-renders on its own), the faults the plots shade (a folded table), the test's
-configuration, and links to the run's files and node logs (relative).
+modules computed, in the order a reader needs it: the verdict (coloured) and why;
+the anomalies — each with its one-line definition, its examples in plain words, their
+ops linked into the history viewer and each value or offset to its trace page — and
+the linearizability counterexamples; the plots (embedded as data: URIs, so the file
+renders on its own), each with how to read it; the faults the plots shade (a folded
+table); then the run (settings, operations, history) and its configuration; links to
+the run's files and node logs (relative). Every term is defined on the page itself:
+a downloaded report has no docs beside it.
 """
 from __future__ import annotations
 
@@ -14,15 +17,19 @@ from typing import Any
 
 import orjson
 
+from checkers.anomaly import DEFINITIONS
 from harness.report.bands import Band
 from harness.report.history_viewer import HISTORY_PAGE
-from harness.report.inputs import RunInputs, node_files, run_files, setting
-from harness.summary import op_indices
+from harness.report.inputs import RunInputs, example_targets, node_files, run_files, setting
+from harness.report.lag import RealtimeLag
 from harness.report.page import IMAGE_CHECK_SCRIPT, esc, href, page, verdict_badge
-from harness.verdict import verdict_word
 from harness.report.plots import PlotFile
 from harness.report.scan import NO_TIME, ScannedHistory
-from harness.summary import one_line
+from harness.report.timeline_page import TIMELINE_PAGE
+from harness.run.store import format_time, run_started
+from harness.summary import one_line, op_indices
+from harness.trace import Target
+from harness.verdict import verdict_word
 
 EXAMPLES_SHOWN = 3  # per anomaly in the table; the others fold away
 EXAMPLE_CHARS = 400
@@ -30,16 +37,19 @@ FAULTS_LISTED = 300  # rows of the fault table; the plots show them all
 
 
 def render_report(inputs: RunInputs, scan: ScannedHistory, bands: list[Band],
-                  plots: list[PlotFile]) -> str:
+                  plots: list[PlotFile], lag: RealtimeLag | None = None,
+                  traces: dict[Target, str] | None = None) -> str:
+    """The page; `traces`: the trace page of each value and offset the examples name
+    (relative paths)."""
     results = inputs.results or {}
     name = setting(inputs.test, "name") or inputs.run_dir.parent.name
     sections = [
         _header(name, inputs, results),
-        _summary(name, inputs, scan, bands, results),
-        _anomalies(results),
+        _anomalies(results, traces or {}),
         _linearizability(results),
         _plots(plots),
         _faults(bands),
+        _summary(name, inputs, scan, bands, results, lag),
         _config(inputs.test),
         _files(inputs.run_dir),
     ]
@@ -50,7 +60,13 @@ def render_report(inputs: RunInputs, scan: ScannedHistory, bands: list[Band],
 def _header(name: str, inputs: RunInputs, results: dict[str, Any]) -> str:
     valid = results.get("valid") if inputs.results is not None else None
     parts = [f"<h1>{esc(name)} <span class=\"muted\">{esc(inputs.run_dir.name)}</span></h1>",
-             f'<p id="verdict">verdict: {verdict_badge(valid)}</p>']
+             f'<p id="verdict">verdict: {verdict_badge(valid)} <span class="muted">&mdash; '
+             f'{esc(_VERDICT_MEANS[verdict_word(valid)])}</span></p>',
+             f'<p class="muted">Contents: <a href="#anomalies-section">anomalies</a> &middot; '
+             f'<a href="#plots-section">plots</a> &middot; <a href="#faults-section">faults</a> &middot; '
+             f'<a href="#run-section">the run</a> &middot; <a href="#config-section">configuration</a> &middot; '
+             f'<a href="#files-section">files</a> &middot; <a href="{HISTORY_PAGE}">history viewer</a> &middot; '
+             f'<a href="{TIMELINE_PAGE}">timeline</a></p>']
     reasons = [str(r) for r in results.get("reasons") or []]
     if inputs.results is None:
         reasons.insert(0, "the run was not checked (no results.json)")
@@ -64,10 +80,20 @@ def _header(name: str, inputs: RunInputs, results: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
+_VERDICT_MEANS = {
+    "valid": "no anomaly that makes a run invalid was found, and everything could be judged",
+    "invalid": "an anomaly that makes a run invalid was found (below)",
+    "unknown": "the run could not be judged in full (why: below); anomalies found are listed all the same",
+}
+
+
 def _summary(name: str, inputs: RunInputs, scan: ScannedHistory, bands: list[Band],
-             results: dict[str, Any]) -> str:
+             results: dict[str, Any], lag: RealtimeLag | None) -> str:
     test = inputs.test
     rows: list[tuple[str, str]] = [("test", esc(name)), ("run", esc(inputs.run_dir.name))]
+    started = run_started(inputs.run_dir.name)
+    if started is not None:
+        rows.append(("started", esc(format_time(started))))
     for label, paths, unit in (("system", ("system",), ""), ("backend", ("backend",), ""),
                                ("nodes", ("nodes",), ""), ("truncation", ("truncation",), ""),
                                ("flush", ("flush",), ""), ("time limit", ("time_limit",), " s"),
@@ -100,7 +126,14 @@ def _summary(name: str, inputs: RunInputs, scan: ScannedHistory, bands: list[Ban
     history = f"{scan.lines:,} lines"
     if scan.unreadable:
         history += f" ({scan.unreadable:,} could not be read)"
-    rows.append(("history", esc(history) + f' &mdash; <a href="{HISTORY_PAGE}">view</a>'))
+    rows.append(("history", esc(history) + f' &mdash; <a href="{HISTORY_PAGE}">the history viewer</a> '
+                            f'(every line: filters, search, invoke and completion together), '
+                            f'<a href="{TIMELINE_PAGE}">the timeline</a> (a lane per process, to hover)'))
+    if lag is not None and lag.series:
+        worst = max(lag.series.values(), key=lambda s: s.worst()[0])
+        amount, when = worst.worst()
+        rows.append(("realtime lag", esc(f"worst {amount / 1e9:.3f} s: process {worst.process}'s poll at "
+                                         f"{when / 1e9:.3f} s (the plot: per consumer, over time)")))
     checked = results.get("checked")
     if isinstance(checked, dict):
         rows.append(("checked", esc(f"{checked.get('ops', '?')} ops in {checked.get('partitions', '?')} "
@@ -115,7 +148,7 @@ def _summary(name: str, inputs: RunInputs, scan: ScannedHistory, bands: list[Ban
         rows.append(("input problems", f"{len(errors)} error(s), {len(warnings)} warning(s) "
                                        f"(results.json lists them)<ul>{shown}</ul>"))
     body = "".join(f"<tr><th>{label}</th><td>{value}</td></tr>" for label, value in rows)
-    return f'<h2>Summary</h2><table id="summary">{body}</table>'
+    return f'<h2 id="run-section">The run</h2><table id="summary">{body}</table>'
 
 
 def _nemesis_setting(test: dict[str, Any]) -> str:
@@ -168,41 +201,57 @@ def _by_f_table(scan: ScannedHistory) -> str:
             f'<th class="num">info</th></tr>{"".join(rows)}</table>')
 
 
-def _anomalies(results: dict[str, Any]) -> str:
+def _anomalies(results: dict[str, Any], traces: dict[Target, str]) -> str:
     counts = results.get("anomaly_counts")
+    head = '<h2 id="anomalies-section">Anomalies</h2>'
     if not isinstance(counts, dict):
-        return ""
+        return head + '<p class="muted">Not checked: no anomalies to show.</p>'
     if not counts:
-        return '<h2>Anomalies</h2><p id="no-anomalies">No anomalies found.</p>'
+        return head + '<p id="no-anomalies">No anomalies found.</p>'
     invalid = set(results.get("invalid_anomalies") or [])
     examples = results.get("anomalies") if isinstance(results.get("anomalies"), dict) else {}
     order = sorted(counts, key=lambda name: (name not in invalid, name))
     rows = []
     for name in order:
         items = [e for e in examples.get(name) or [] if isinstance(e, dict)]
-        shown = "".join(f"<div class=\"example\">{_example(e)}</div>" for e in items[:EXAMPLES_SHOWN])
+        shown = "".join(f"<div class=\"example\">{_example(e, traces)}</div>" for e in items[:EXAMPLES_SHOWN])
         if len(items) > EXAMPLES_SHOWN:
-            rest = "".join(f"<div class=\"example\">{_example(e)}</div>" for e in items[EXAMPLES_SHOWN:])
+            rest = "".join(f"<div class=\"example\">{_example(e, traces)}</div>" for e in items[EXAMPLES_SHOWN:])
             shown += f"<details><summary>{len(items) - EXAMPLES_SHOWN} more example(s)</summary>{rest}</details>"
         tag = ('<span class="tag bad">makes the run invalid</span>' if name in invalid
                else '<span class="tag">informational</span>')
-        rows.append(f'<tr class="anomaly" data-anomaly="{esc(name)}"><td><b>{esc(name)}</b><br>{tag}</td>'
+        meaning = DEFINITIONS.get(name, "")
+        rows.append(f'<tr class="anomaly" data-anomaly="{esc(name)}"><td><b>{esc(name)}</b><br>{tag}'
+                    f'<div class="definition">{esc(meaning)}</div></td>'
                     f'<td class="num count">{_count(counts[name])}</td><td>{shown}</td></tr>')
-    return ('<h2>Anomalies</h2><table id="anomalies"><thead><tr><th>anomaly</th>'
-            '<th class="num">count</th><th>example (ops link to the history)</th></tr></thead>'
+    return (head + '<table id="anomalies"><thead><tr><th>anomaly: what it means</th>'
+            '<th class="num">count</th><th>examples: ops link to their lines in the history viewer; '
+            '<i>trace</i> follows a value or an offset through the whole run</th></tr></thead>'
             f'<tbody>{"".join(rows)}</tbody></table>'
-            '<p class="muted">Exact definitions: docs/CHECKERS.md. results.json holds up to 20 '
-            "examples of each.</p>")
+            '<p class="muted">An op is an invoke and its completion, shown as their two history lines '
+            '(<i>a</i>&ndash;<i>b</i>). A poll "returned" a record when the consumer got it; the final read '
+            'is a fresh consumer reading every partition to its end after the run healed; a replica\'s high '
+            'watermark is the offset below which its records are committed. results.json holds up to 20 '
+            'examples of each anomaly.</p>')
 
 
 def _count(n: Any) -> str:
     return f"{n:,}" if isinstance(n, int) else esc(n)
 
 
-def _example(example: dict[str, Any]) -> str:
+def _example(example: dict[str, Any], traces: dict[Target, str]) -> str:
     text = one_line(example, EXAMPLE_CHARS)
     links = _op_links(example.get("ops"))
-    return f'<span class="mono">{esc(text)}</span>' + (f"<br>ops: {links}" if links else "")
+    traced = [f'<a class="trace" href="{href(traces[target])}">{esc(_trace_label(target))}</a>'
+              for target in example_targets(example) if target in traces]
+    return (f'<span class="mono">{esc(text)}</span>' + (f"<br>ops: {links}" if links else "")
+            + (f"<br>trace: {', '.join(traced)}" if traced else ""))
+
+
+def _trace_label(target: Target) -> str:
+    if target.value is not None:
+        return f"value {target.value}"
+    return f"offset {target.topic}-{target.partition}/{target.offset}"
 
 
 def _op_links(ops: Any) -> str:
@@ -231,7 +280,10 @@ def _linearizability(results: dict[str, Any]) -> str:
         file = item.get("counterexample_file")
         link = f'<a href="{href(file)}">counterexample</a>' if isinstance(file, str) else "no page written"
         rows.append(f"<tr><td>{esc(name)}</td><td>{esc(item.get('method', ''))}</td><td>{link}</td></tr>")
-    return ("<h2>Not linearizable</h2><table><tr><th>partition</th><th>method</th><th></th></tr>"
+    return ("<h2>Not linearizable</h2><p class=\"muted\">No single log, in real-time order, explains "
+            "every ack, poll and the final read of these partitions. Each page shows a smallest set of "
+            "operations that cannot be put in such an order, why, and links to their lines.</p>"
+            "<table><tr><th>partition</th><th>method</th><th></th></tr>"
             f"{''.join(rows)}</table>")
 
 
@@ -240,17 +292,21 @@ def _plots(plots: list[PlotFile]) -> str:
     for plot in plots:
         data = base64.b64encode(plot.path.read_bytes()).decode("ascii")
         relative = f"plots/{plot.path.name}"
+        read = f"<br><i>Reading it:</i> {esc(plot.read)}" if plot.read else ""
         figures.append(f'<figure id="plot-{esc(plot.name)}"><img src="data:image/png;base64,{data}" '
                        f'alt="{esc(plot.title)}"><figcaption><b>{esc(plot.title)}</b>: '
-                       f'{esc(plot.caption)} (<a href="{href(relative)}">{esc(relative)}</a>)'
+                       f'{esc(plot.caption)} (<a href="{href(relative)}">{esc(relative)}</a>){read}'
                        f"</figcaption></figure>")
-    return '<h2>Plots</h2><p class="muted">How to read them: docs/REPORT.md.</p>' + "".join(figures)
+    return ('<h2 id="plots-section">Plots</h2><p class="muted">Time on every x axis is seconds since the run '
+            "started. Shaded: what the nemesis did, a band per fault from the moment it began injecting it "
+            "to the moment its undoing ended, a colour per kind (the legend); scenarios as a strip along the "
+            "top. The fault table below lists the bands.</p>" + "".join(figures))
 
 
 def _faults(bands: list[Band]) -> str:
     """The nemesis bands the plots shade, as a table (folded: it can be long)."""
     if not bands:
-        return '<h2>Faults</h2><p class="muted">No nemesis activity in the history.</p>'
+        return '<h2 id="faults-section">Faults</h2><p class="muted">No nemesis activity in the history.</p>'
     rows = []
     for band in bands[:FAULTS_LISTED]:
         what = band.label + (f" (in {band.scenario})" if band.scenario and band.kind != "scenario" else "")
@@ -259,7 +315,7 @@ def _faults(bands: list[Band]) -> str:
                     f"<td>{esc(what)}</td></tr>")
     more = (f'<p class="muted">... and {len(bands) - FAULTS_LISTED:,} more (the history has them all).</p>'
             if len(bands) > FAULTS_LISTED else "")
-    return (f'<h2>Faults</h2><details id="faults"><summary>{len(bands):,} fault band(s), as the plots '
+    return (f'<h2 id="faults-section">Faults</h2><details id="faults"><summary>{len(bands):,} fault band(s), as the plots '
             f'shade them</summary><table><tr><th class="num">from (s)</th><th class="num">to (s)</th>'
             f'<th class="num">lasting (s)</th><th>kind</th><th>what</th></tr>{"".join(rows)}</table>'
             f"{more}</details>")
@@ -267,17 +323,19 @@ def _faults(bands: list[Band]) -> str:
 
 def _config(test: dict[str, Any]) -> str:
     if not test:
-        return '<h2>Configuration</h2><p class="muted">No test.json.</p>'
+        return '<h2 id="config-section">Configuration</h2><p class="muted">No test.json.</p>'
     text = orjson.dumps(test, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS, default=str).decode()
-    return f'<h2>Configuration</h2><p class="muted">test.json</p><pre id="config">{esc(text)}</pre>'
+    return (f'<h2 id="config-section">Configuration</h2><p class="muted">test.json: the test as it was run</p>'
+            f'<pre id="config">{esc(text)}</pre>')
 
 
 def _files(run_dir: Path) -> str:
-    items = [f'<li><a href="{HISTORY_PAGE}">{HISTORY_PAGE}</a> (the history viewer)</li>']
+    items = [f'<li><a href="{HISTORY_PAGE}">{HISTORY_PAGE}</a> (the history viewer)</li>',
+             f'<li><a href="{TIMELINE_PAGE}">{TIMELINE_PAGE}</a> (the timeline)</li>']
     items += [f'<li><a href="{href(name)}">{esc(name)}</a></li>' for name in run_files(run_dir)]
     nodes = node_files(run_dir)
     node_items = "".join(f'<li><a class="node-log" href="{href(name)}">{esc(name)}</a></li>'
                          for name in nodes)
     logs = (f"<h3>Node logs</h3><ul id=\"node-logs\">{node_items}</ul>" if nodes
             else '<p class="muted">No node logs (nodes/) in this run directory.</p>')
-    return f'<h2>Files</h2><ul id="files">{"".join(items)}</ul>{logs}'
+    return f'<h2 id="files-section">Files</h2><ul id="files">{"".join(items)}</ul>{logs}'

@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from harness.summary import op_indices
+from harness.trace import Target
 
 TEST_FILE = "test.json"
 RESULTS_FILE = "results.json"
@@ -88,6 +89,41 @@ def linked_indices(results: dict[str, Any] | None) -> set[int]:
                     if isinstance(line, dict) and type(line.get("index")) is int:
                         found.add(line["index"])
     return found
+
+
+TRACED_PER_EXAMPLE = 3  # values of one example traced at most (inconsistent offsets, counterexamples)
+
+
+def example_targets(example: dict[str, Any]) -> list[Target]:
+    """What an anomaly example can be traced by: the values it names (`value`, `values`,
+    or its counterexample's, a few), and an offset of its partition (`offset`, else
+    `first_offset` (a poll that went back), else the first of `skipped` or `offsets`)."""
+    values: list[str] = []
+    if isinstance(example.get("value"), str):
+        values.append(example["value"])
+    for many in (example.get("values"), [e.get("value") for e in example.get("counterexample") or []
+                                          if isinstance(e, dict)]):
+        if isinstance(many, list):
+            values += [v for v in many if isinstance(v, str)]
+    targets = [Target(value=v) for v in list(dict.fromkeys(values))[:TRACED_PER_EXAMPLE]]
+    topic, partition = example.get("topic"), example.get("partition")
+    offset = next((o for o in (example.get("offset"), example.get("first_offset"),
+                               *(example.get("skipped") or [])[:1], *(example.get("offsets") or [])[:1])
+                   if type(o) is int), None)
+    if isinstance(topic, str) and type(partition) is int and offset is not None:
+        targets.append(Target(topic=topic, partition=partition, offset=offset))
+    return targets
+
+
+def trace_targets(results: dict[str, Any] | None) -> list[Target]:
+    """Every value and offset the anomaly examples of results.json name, once each."""
+    found: dict[Target, None] = {}
+    anomalies = (results or {}).get("anomalies")
+    for examples in anomalies.values() if isinstance(anomalies, dict) else ():
+        for example in examples if isinstance(examples, list) else ():
+            if isinstance(example, dict):
+                found.update(dict.fromkeys(example_targets(example)))
+    return list(found)
 
 
 def node_files(run_dir: Path) -> list[str]:

@@ -33,6 +33,7 @@ a { color: #1558b0; }
 .muted { color: #666; }
 .tag { font-size: 0.78em; padding: 0.05em 0.4em; border-radius: 0.3em; background: #eee; }
 .tag.bad { background: #fde0e0; color: #8e1b1b; }
+.definition { color: #555; font-size: 0.85em; max-width: 24em; margin-top: 0.3em; }
 figure { margin: 1em 0 2em 0; }
 figure img { max-width: 100%; border: 1px solid #e4e4e4; }
 figcaption { color: #555; font-size: 0.9em; }

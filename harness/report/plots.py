@@ -7,7 +7,9 @@
   bucket, per f (all outcomes: a timed-out op waited that long too);
 - `rate.png` — completions per second in each bucket, per f and outcome;
 - `unseen.png` — acked values no poll had returned yet, over time (results.json's
-  `stats.partitions.*.unseen_series`, summed over the partitions).
+  `stats.partitions.*.unseen_series`, summed over the partitions);
+- `realtime-lag.png` — per consumer, at each poll, how long ago the oldest acked write
+  it had not read yet was acked (harness/report/lag.py defines it).
 
 All of them shade the nemesis bands (harness/report/figures.py). Each draws a
 placeholder saying why when there is nothing to plot.
@@ -23,9 +25,11 @@ import numpy as np
 from matplotlib.lines import Line2D
 
 from harness.report.bands import Band
+from harness.report.lag import RealtimeLag
 from harness.report.figures import (
-    NS_PER_S, TYPE_COLOURS, legend, new_figure, placeholder, save, shade_bands, time_axis,
+    NS_PER_S, legend, new_figure, placeholder, save, shade_bands, time_axis,
 )
+from harness.report.colours import TYPE_COLOURS
 from harness.report.scan import TYPE_NAMES, ScannedHistory
 
 PLOTS_DIR = "plots"
@@ -44,17 +48,19 @@ class PlotFile:
     name: str  # e.g. "latency-raw"
     path: Path
     title: str
-    caption: str
+    caption: str  # what it shows
+    read: str = ""  # how to read it (the report shows it under the plot)
 
 
 def write_plots(scan: ScannedHistory, bands: list[Band], results: dict[str, Any] | None,
-                plots_dir: Path) -> list[PlotFile]:
-    """Draw the four plots into `plots_dir`; returns them in the report's order."""
+                lag: RealtimeLag, plots_dir: Path) -> list[PlotFile]:
+    """Draw the five plots into `plots_dir`; returns them in the report's order."""
     end = max(scan.last_time, max((b.end for b in bands), default=0))
     return [latency_raw(scan, bands, end, plots_dir),
             latency_quantiles(scan, bands, end, plots_dir),
             rate(scan, bands, end, plots_dir),
-            unseen(results, bands, end, plots_dir)]
+            unseen(results, bands, end, plots_dir),
+            realtime_lag(lag, bands, end, plots_dir)]
 
 
 def latency_raw(scan: ScannedHistory, bands: list[Band], end: int, plots_dir: Path) -> PlotFile:
@@ -92,7 +98,10 @@ def latency_raw(scan: ScannedHistory, bands: list[Band], end: int, plots_dir: Pa
     ax.set_title(title)
     return PlotFile("latency-raw", save(fig, plots_dir / "latency-raw.png"), "Raw latency",
                     "Each completed operation at its invoke time, its latency on a log scale, "
-                    "coloured by outcome; shaded: nemesis activity.")
+                    "coloured by outcome (ok blue, fail red, info orange), marker by kind; shaded: "
+                    "nemesis activity.",
+                    "Latency jumping inside a fault band is a partition or a paused leader; info ops lined "
+                    "up at one latency are client timeouts; failures clustering in a band are the fault's.")
 
 
 def latency_quantiles(scan: ScannedHistory, bands: list[Band], end: int,
@@ -125,7 +134,9 @@ def latency_quantiles(scan: ScannedHistory, bands: list[Band], end: int,
     return PlotFile("latency-quantiles", save(fig, plots_dir / "latency-quantiles.png"),
                     "Latency quantiles",
                     f"p50, p95, p99 and max latency of the operations invoked in each "
-                    f"{_seconds(width)} bucket, per kind of operation (line style).")
+                    f"{_seconds(width)} bucket, per kind of operation (line style); every outcome counts.",
+                    "p99 and max rising in a fault band while p50 stays: a few requests stuck behind a "
+                    "failover; everything rising: the cluster stalled.")
 
 
 def rate(scan: ScannedHistory, bands: list[Band], end: int, plots_dir: Path) -> PlotFile:
@@ -155,7 +166,9 @@ def rate(scan: ScannedHistory, bands: list[Band], end: int, plots_dir: Path) -> 
         time_axis(ax, end)
     ax.set_title(f"throughput per {_seconds(width)} bucket (by completion time)")
     return PlotFile("rate", save(fig, plots_dir / "rate.png"), "Throughput",
-                    "Operations completed per second, by kind (line style) and outcome (colour).")
+                    "Operations completed per second, by kind (line style) and outcome (colour).",
+                    "The ok rate at zero: no leader, or the ISR below min.insync.replicas; fail and info "
+                    "spiking as a fault begins; the gap after a band ends is the recovery time.")
 
 
 def unseen(results: dict[str, Any] | None, bands: list[Band], end: int, plots_dir: Path) -> PlotFile:
@@ -180,8 +193,39 @@ def unseen(results: dict[str, Any] | None, bands: list[Band], end: int, plots_di
         time_axis(ax, end)
     ax.set_title("unseen: acknowledged values no poll had returned yet")
     return PlotFile("unseen", save(fig, plots_dir / "unseen.png"), "Unseen",
-                    "How many acknowledged values no consumer had polled yet, over time: a "
-                    "consumer lagging behind rises and falls; values never seen stay at the end.")
+                    "How many acknowledged values no consumer had polled yet, over time, per partition "
+                    "and summed (black).",
+                    "Near zero: the consumer keeps up. Climbing and falling back: it lags and catches up. "
+                    "Above zero at the end: values never polled (the unseen anomaly, informational).")
+
+
+def realtime_lag(lag: RealtimeLag, bands: list[Band], end: int, plots_dir: Path) -> PlotFile:
+    fig, ax = new_figure()
+    series = [s for _, s in sorted(lag.series.items()) if len(s.times)]
+    if not series:
+        placeholder(ax, "no polls: no consumer to be behind")
+    else:
+        handles = []
+        for s in series:
+            worst, when = s.worst()
+            (line,) = ax.step(np.frombuffer(s.times, dtype=np.int64) / NS_PER_S,
+                              np.frombuffer(s.lags, dtype=np.int64) / NS_PER_S, where="post",
+                              linewidth=1.1, zorder=2,
+                              label=f"process {s.process} (worst {worst / NS_PER_S:.3g} s at "
+                                    f"{when / NS_PER_S:.1f} s)")
+            handles.append(line)
+        ax.set_ylabel("realtime lag (s)")
+        ax.set_ylim(bottom=0)
+        legend(ax, handles + shade_bands(ax, bands))
+        time_axis(ax, end)
+    ax.set_title("realtime lag per consumer: how long ago the oldest acked write it had not read was acked")
+    return PlotFile("realtime-lag", save(fig, plots_dir / "realtime-lag.png"), "Realtime lag",
+                    "At each poll of a consumer (at its invoke time): how long ago the oldest acknowledged "
+                    "write of its partitions that it had not yet read was acknowledged; 0 when it had read "
+                    "everything acknowledged before the poll began.",
+                    "A consumer keeping up stays near zero. One rising at one second per second is stuck, "
+                    "or its polls fail, and drops when it catches up; the legend gives each consumer's "
+                    "worst poll.")
 
 
 # --- helpers -----------------------------------------------------------------------------

@@ -1,24 +1,26 @@
 """One pass over history.jsonl for the report: client operations as numpy arrays
-(invoke time, completion time, process, type, f), the nemesis ops, counts, and
-the few lines the history viewer shows.
+(invoke time, completion time, process, type, f, their lines), the nemesis ops and
+counts; every readable line is also handed, in file order, to the observers the
+caller gives (the history viewer's columns, the realtime lag, the traces), so the
+report reads the file once.
 
 The file is read with the history format's own reader (`harness.history.iter_history`);
 lines it cannot validate are skipped and counted (`fencepost check` has already
 reported them in results.json). A completion is paired with the pending invoke
 of its process; an invoke never completed is an `info` op with no completion
-time (`complete == NO_TIME`).
+time (`complete == NO_TIME`, `complete_index == NO_TIME`).
 """
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from harness.errors import Problems
-from harness.history import HISTORY_FILE, NEMESIS, iter_history
+from harness.history import HISTORY_FILE, NEMESIS, Op, iter_history
 from harness.report.bands import NemesisOp
 
 TYPE_NAMES = ("ok", "fail", "info")  # completion types, by their code in ScannedHistory.type
@@ -37,6 +39,7 @@ class ScannedHistory:
     type: np.ndarray  # uint8 code into TYPE_NAMES
     f: np.ndarray  # int16 code into fs
     invoke_index: np.ndarray  # int64 history line of the invoke
+    complete_index: np.ndarray  # int64 history line of the completion, NO_TIME for none
     fs: list[str]
     nemesis: list[NemesisOp]
     lines: int = 0  # lines in the file (readable or not)
@@ -44,7 +47,6 @@ class ScannedHistory:
     first_time: int = 0
     last_time: int = 0  # the latest time of any readable line
     by_f_type: Counter = field(default_factory=Counter)  # (f, type) -> lines, as written
-    kept: dict[int, dict[str, Any]] = field(default_factory=dict)  # index -> line, as asked
 
     @property
     def ops(self) -> int:
@@ -64,18 +66,21 @@ class ScannedHistory:
         return self.complete - self.invoke
 
 
-def scan_history(run_dir: Path, keep: set[int] | None = None) -> ScannedHistory:
-    """Scan `run_dir/history.jsonl` (absent: an empty history). The lines whose
-    index is in `keep` are kept whole in `kept`."""
+Observer = Callable[[Op], Any]
+
+
+def scan_history(run_dir: Path, observers: Sequence[Observer] = ()) -> ScannedHistory:
+    """Scan `run_dir/history.jsonl` (absent: an empty history), handing each
+    readable line to every observer, in file order."""
     path = Path(run_dir) / HISTORY_FILE
     problems = Problems(max_kept=10)
-    keep = keep or set()
     invoke: list[int] = []
     complete: list[int] = []
     process: list[int] = []
     types: list[int] = []
     fs: list[int] = []
     invoke_index: list[int] = []
+    complete_index: list[int] = []
     f_codes: dict[str, int] = {}
     pending: dict[int, int] = {}  # process -> position in the lists
     nemesis: list[NemesisOp] = []
@@ -83,20 +88,19 @@ def scan_history(run_dir: Path, keep: set[int] | None = None) -> ScannedHistory:
     first = last = None
     completion_code = {"ok": OK, "fail": FAIL, "info": INFO}
     if not path.is_file():
-        return _arrays(invoke, complete, process, types, fs, invoke_index, f_codes, nemesis, 0, 0,
-                       0, 0, by_f_type, {})
-    kept: dict[int, dict[str, Any]] = {}
+        return _arrays(invoke, complete, process, types, fs, invoke_index, complete_index, f_codes,
+                       nemesis, 0, 0, 0, 0, by_f_type)
     readable = 0
     for op in iter_history(path, problems):
         readable += 1
+        for observe in observers:
+            observe(op)
         t = op.time
         if first is None:
             first = t
         if last is None or t > last:
             last = t
         by_f_type[(op.f, op.type)] += 1
-        if op.index in keep:
-            kept[op.index] = op.to_json()
         if op.process == NEMESIS:
             nemesis.append(NemesisOp(op.index, t, op.type, op.f, op.value, op.error))
             continue
@@ -112,24 +116,27 @@ def scan_history(run_dir: Path, keep: set[int] | None = None) -> ScannedHistory:
             types.append(INFO)
             fs.append(code)
             invoke_index.append(op.index)
+            complete_index.append(NO_TIME)
         else:
             at = pending.pop(p, None)
             if at is not None:  # a completion without its invoke is skipped (check reports it)
                 complete[at] = t
+                complete_index[at] = op.index
                 types[at] = completion_code[op.type]
     lines = readable + problems.error_count + problems.warning_count
-    return _arrays(invoke, complete, process, types, fs, invoke_index, f_codes, nemesis, lines,
-                   problems.error_count + problems.warning_count, first or 0, last or 0,
-                   by_f_type, kept)
+    return _arrays(invoke, complete, process, types, fs, invoke_index, complete_index, f_codes,
+                   nemesis, lines, problems.error_count + problems.warning_count, first or 0,
+                   last or 0, by_f_type)
 
 
 def _arrays(invoke: list[int], complete: list[int], process: list[int], types: list[int],
-            fs: list[int], invoke_index: list[int], f_codes: dict[str, int],
-            nemesis: list[NemesisOp], lines: int, unreadable: int, first: int, last: int,
-            by_f_type: Counter, kept: dict[int, dict[str, Any]]) -> ScannedHistory:
+            fs: list[int], invoke_index: list[int], complete_index: list[int],
+            f_codes: dict[str, int], nemesis: list[NemesisOp], lines: int, unreadable: int,
+            first: int, last: int, by_f_type: Counter) -> ScannedHistory:
     return ScannedHistory(
         invoke=np.array(invoke, dtype=np.int64), complete=np.array(complete, dtype=np.int64),
         process=np.array(process, dtype=np.int64), type=np.array(types, dtype=np.uint8),
         f=np.array(fs, dtype=np.int16), invoke_index=np.array(invoke_index, dtype=np.int64),
+        complete_index=np.array(complete_index, dtype=np.int64),
         fs=sorted(f_codes, key=f_codes.__getitem__), nemesis=nemesis, lines=lines,
-        unreadable=unreadable, first_time=first, last_time=last, by_f_type=by_f_type, kept=kept)
+        unreadable=unreadable, first_time=first, last_time=last, by_f_type=by_f_type)

@@ -18,8 +18,9 @@ from matplotlib.patches import Patch
 
 from harness.report.bands import Band
 from harness.report.figures import (
-    NS_PER_S, TYPE_COLOURS, legend, new_figure, placeholder, save, shade_bands, time_axis,
+    NS_PER_S, legend, new_figure, placeholder, save, shade_bands, time_axis,
 )
+from harness.report.colours import TYPE_COLOURS
 from harness.report.plots import PlotFile
 from harness.report.scan import FAIL, INFO, NO_TIME, OK, TYPE_NAMES, ScannedHistory
 
@@ -56,7 +57,10 @@ def plot_timeline(scan: ScannedHistory, bands: list[Band], plots_dir: Path) -> P
     ax.set_title(title)
     return PlotFile("timeline", save(fig, plots_dir / "timeline.png"), "Operation timeline",
                     "A lane per client process; each operation a bar from invoke to completion, "
-                    "coloured by outcome; shaded: nemesis activity.")
+                    "coloured by outcome (ok blue, fail red, info orange); shaded: nemesis activity. "
+                    "timeline.html draws the same, to hover and zoom.",
+                    "Who was blocked when: a lane of one long orange bar across a band is a client stuck "
+                    "in a request during the fault.")
 
 
 def _bars(ax, scan: ScannedHistory, lane: np.ndarray, stop: np.ndarray) -> None:

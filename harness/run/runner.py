@@ -33,6 +33,7 @@ from harness.run.progress import Progress, Status
 from harness.run.spec import TestSpec
 from harness.run.store import LOG_FILE, close_logger, new_run_dir, run_logger, write_atomically
 from harness.run.traffic import Traffic, start_traffic, write_final_reads
+from harness.verdict import verdict_word
 
 HISTORY = "history.jsonl"
 FINAL = "final.jsonl"
@@ -96,10 +97,27 @@ def _run_test(spec: TestSpec, progress: Progress) -> RunOutcome:
         if outcome.last_op_at is not None:
             outcome.timings["last op to verdict"] = time.monotonic() - outcome.last_op_at
         outcome.report = _report(run_dir, log, outcome)
-        log.info("verdict %s; timings %s; problems %s", outcome.check.valid, outcome.timings, outcome.problems)
+        log.info("%s", verdict_line(outcome))
         return outcome
     finally:
         close_logger(log)
+
+
+def verdict_text(check: CheckOutcome | None) -> str:
+    """The verdict in words and the anomalies found: `invalid (lost-write 3, ...)`;
+    `unknown` when the run was not checked."""
+    text = verdict_word(check.valid if check is not None else None)
+    counts = check.results.get("anomaly_counts", {}) if check is not None else {}
+    found = ", ".join(f"{name} {n}" for name, n in counts.items() if n)
+    return text + (f" ({found})" if found else "")
+
+
+def verdict_line(outcome: RunOutcome) -> str:
+    """What fencepost.log says at the end of a run, in words: `verdict: invalid (lost-write 3,
+    ...); timings: run to first op 1.7 s, ...; problems: none`."""
+    timings = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in outcome.timings.items())
+    problems = "; ".join(outcome.problems) if outcome.problems else "none"
+    return f"verdict: {verdict_text(outcome.check)}; timings: {timings or 'none'}; problems: {problems}"
 
 
 def _setup(spec: TestSpec, run_dir: Path, progress: Progress, log: logging.Logger) -> Cluster:
