@@ -41,7 +41,7 @@ def planted_run(results: Path, test_name: str = "synth-lost-write", lines: int =
     run = plant("lost-write/missing", generate(GenConfig(seed=3, lines=lines)), 1).run
     run_dir = results / test_name / stamp
     run.write(run_dir)
-    spec = RunSpec(name=test_name).to_json()
+    spec = RunSpec(name=test_name, truncation="kip320").to_json()  # as a run records it: defaults filled
     (run_dir / "test.json").write_bytes(orjson.dumps(spec, option=orjson.OPT_INDENT_2))
     for node in ("n1", "n2", "n3"):
         (run_dir / "nodes" / node).mkdir(parents=True)
