@@ -37,6 +37,7 @@ RESTART_PAUSE_S = 0.5
 REJOIN_CHECK_S = 1.0  # how often a wait asks a node's logs whether it will ever rejoin an ISR
 POLL_S = 0.05
 NodeState = str  # "running", "paused", "down" (no process), "partial" (some of its processes down)
+CLIENTS = "clients"  # a grudge's peer that stands for the harness's clients (producers, consumers, control plane)
 
 
 @dataclass(frozen=True)
@@ -346,18 +347,25 @@ class Cluster:
 
     def partition(self, grudge: Mapping[str, Iterable[str]]) -> None:
         """Each node in `grudge` drops traffic from and to the nodes listed for it (added to
-        existing cuts). ClusterConfigError on a backend without partitions."""
+        existing cuts); the peer CLIENTS stands for the harness's clients. ClusterConfigError on a
+        backend without partitions, or that cannot tell where the clients are."""
         if not self.supports_partitions:
             self.hosts[self.nodes[0]].cut_off([])  # raises the backend's own explanation
         for node, peers in grudge.items():
             peers = sorted(set(peers))
-            for peer in peers:
-                self.hosts[peer]
             if not peers:
                 continue
-            self.hosts[node].cut_off([self.address(p) for p in peers])
+            self.hosts[node].cut_off([self._peer_address(p) for p in peers])
             self.cuts[node] = sorted(set(self.cuts.get(node, [])) | set(peers))
             self.save()
+
+    def _peer_address(self, peer: str) -> str:
+        if peer != CLIENTS:
+            return self.address(peer)  # names an unknown node
+        if self.hosts.client_address is None:
+            raise ClusterConfigError(f"the {self.spec.backend} backend cannot cut a node off from the clients: "
+                                     "use the netns backend")
+        return self.hosts.client_address
 
     def heal_network(self) -> None:
         for node in self.nodes:

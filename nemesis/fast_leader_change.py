@@ -30,13 +30,15 @@ and B's first batch is not longer than it (B's truncation drops a whole batch): 
 the weakness in some runs, not each; a producer sending one record per batch
 (`producer.batch_messages = 1`) meets that condition whenever L's tail holds a record.
 
-Where the controller is a broker (stock Kafka, ZooKeeper mode) it must be B: after the cuts
-B reaches neither L nor C, so any other controller could not tell B that it leads (C would
-never reach it; L dies in step 2, and the controller elected after it might be C). Step 0
-is then left out (restarting B would move the controller away); B may lead another partition,
-whose stalled send holds the producer's connection to B until its request times out, so B
-leads for `lead_with_controller` seconds (longer than `lead`, still below the lag time). A
-randomly drawn partition is swapped for one whose roles fit. If L's successor is not B,
+Where the controller is a broker (stock Kafka, ZooKeeper mode) it must reach B and C after
+the cuts, which only a broker outside P's replicas does (a fourth broker: `--nodes 4`), or
+be B itself (it then tells itself that it leads, but C's metadata goes stale, and producers
+that ask C go on sending to the dead L: B rarely gets a record; measured in docs/KAFKA.md);
+never L (the controller elected after L's death might be C, which cannot reach B) or C.
+Step 0 is then left out (restarting B would move the controller away); B may lead another
+partition, whose stalled send holds the producer's connection to B until its request times
+out, so B leads for `lead_with_controller` seconds (longer than `lead`, still below the lag
+time). A randomly drawn partition is swapped for one whose roles fit. If L's successor is not B,
 steps 2-3 stop there and the cluster is healed. The scenario's info value names the roles and
 each leader and epoch seen.
 """
@@ -66,9 +68,11 @@ class Roles:
 
 def roles_for(view: PartitionView, controller: str | None = None) -> Roles | None:
     """L, B and C of a partition, or None when it has no leader, fewer than two followers in its
-    ISR, or the controller is a broker other than B."""
+    ISR, or the controller is a broker that is L or C (see the module docstring)."""
     followers = [r for r in view.replicas if r in view.isr and r != view.leader]
-    if view.leader is None or len(followers) < 2 or controller not in (None, followers[0]):
+    if view.leader is None or len(followers) < 2:
+        return None
+    if controller is not None and controller != followers[0] and controller in view.replicas:
         return None
     return Roles(view.leader, followers[0], followers[1])
 
@@ -128,7 +132,8 @@ class FastLeaderChange(Scenario):
             if roles is not None:
                 self.partition = candidate.partition
                 return candidate, roles
-        where = "" if controller is None else f", with the controller {controller} its first follower"
+        where = "" if controller is None else (f", with the controller {controller} outside its replicas "
+                                               "(a fourth broker) or its first follower")
         raise HostError(f"fast-leader-change: {ctx.topic}-{self.partition} needs a leader and two followers in "
                         f"its ISR{where}; it has ISR {', '.join(view.isr) or 'empty'}: wait until replicas "
                         f"have caught up")

@@ -29,10 +29,11 @@ def test_roles_follow_the_replica_order_and_need_two_followers_in_the_isr():
     assert roles_for(view("n3", ("n1", "n2", "n3"), ("n3", "n2", "n1"))) == Roles("n3", "n1", "n2")
     assert roles_for(view("n1", ("n1", "n2", "n3"), ("n1", "n3"))) is None
     assert roles_for(view(None, ("n1", "n2", "n3"), ("n1", "n2", "n3"))) is None
-    # where the controller is a broker it must be B: cut off from L and C, B hears of its leadership from itself
+    # where the controller is a broker it must reach B and C after the cuts: outside the replicas, or B
     assert roles_for(view("n1", ("n1", "n2", "n3"), ("n1", "n2", "n3")), controller="n3") is None
     assert roles_for(view("n1", ("n1", "n2", "n3"), ("n1", "n2", "n3")), controller="n1") is None
     assert roles_for(view("n1", ("n1", "n2", "n3"), ("n1", "n2", "n3")), controller="n2") == Roles("n1", "n2", "n3")
+    assert roles_for(view("n1", ("n1", "n2", "n3"), ("n1", "n2", "n3")), controller="n4") == Roles("n1", "n2", "n3")
 
 
 def test_the_fault_is_a_scenario_on_a_random_partition_that_needs_partitions():

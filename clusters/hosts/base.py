@@ -188,6 +188,12 @@ class HostSet(ABC):
     def destroy(self) -> None:
         """Kill what runs on the hosts and remove them and everything made for them; idempotent."""
 
+    @property
+    def client_address(self) -> str | None:
+        """The address the harness's clients reach the nodes from, as a node sees them: what a cut
+        of a node off from the clients drops (None where this backend cannot tell it)."""
+        return None
+
     def __getitem__(self, node: str) -> Host:
         try:
             return self.hosts[node]

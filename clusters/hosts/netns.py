@@ -87,6 +87,10 @@ class NetnsHostSet(HostSet):
     def bridge(self) -> str:
         return self.net.bridge
 
+    @property
+    def client_address(self) -> str | None:
+        return self.net.bridge_address  # the harness reaches every namespace through the bridge
+
     def state(self) -> dict[str, Any]:
         return {"backend": BACKEND, "cluster": self.cluster, "subnet": self.net.subnet,
                 "bridge": self.net.bridge, "bridge_address": self.net.bridge_address,
