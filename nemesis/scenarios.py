@@ -259,7 +259,8 @@ class Zombie(Scenario):
         # Where the controller runs apart, both other followers are held back; where it is a broker,
         # only L's successor, so that the controller (L or the third follower) is never paused.
         held = sorted(r for r in view.isr if r not in (leader, zombie)) if controller is None else [successor]
-        done.update(leader=leader, zombie=zombie, leader_epoch=view.leader_epoch, held=held)
+        done.update(partition=self.partition, leader=leader, zombie=zombie, leader_epoch=view.leader_epoch,
+                    held=held)
         self.cut_off(ctx, isolate_from(zombie, ctx.cluster.control_nodes))
         self.await_isr(ctx, zombie, member=False)
         self.pause(ctx, held)
