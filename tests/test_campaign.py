@@ -59,6 +59,15 @@ def test_the_shipped_campaigns_plan_what_their_comments_say():
     kafka = load_campaign(REPO / "campaigns" / "false-alarms-stock.toml")
     assert len(kafka.runs) == 10 and {(r.spec.system, r.spec.truncation) for r in kafka.runs} == {("kafka:4.3.1",
                                                                                                   "release")}
+    releases = load_campaign(REPO / "campaigns" / "releases.toml")
+    assert len(releases.runs) == 320 and {r.spec.truncation for r in releases.runs} == {"release"}
+    assert {r.spec.system for r in releases.runs} == {f"kafka:{v}" for v in (
+        "0.10.2.2", "0.11.0.3", "1.1.1", "2.0.0", "2.0.1", "2.1.1", "3.9.1", "4.4.0")}
+    by_fault = {r.spec.nemesis.faults: r.spec for r in releases.runs}
+    assert sorted(by_fault) == ["fast-leader-change", "kill,pause,partition", "leader-bounce", "zombie"]
+    assert (by_fault["fast-leader-change"].nodes, by_fault["fast-leader-change"].concurrency,
+            by_fault["fast-leader-change"].producer.batch_messages) == (4, 50, 1)
+    assert all(r.spec.system_options == {"controllers": 1} for r in releases.runs if r.spec.system == "kafka:4.4.0")
     power = load_campaign(REPO / "campaigns" / "power.toml")
     cells = {(r.spec.truncation, r.spec.nemesis.faults, r.spec.concurrency) for r in power.runs}
     assert len(power.runs) == 60 and {r.spec.time_limit for r in power.runs} == {60.0}
