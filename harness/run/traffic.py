@@ -11,7 +11,6 @@ the cut lost.
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Sequence
 
@@ -20,6 +19,7 @@ import orjson
 from harness.errors import BadInput
 from harness.history import Recorder
 from harness.run.spec import TestSpec
+from harness.run.store import write_atomically
 from harness.scheduler import Lane, Scheduler, plan_processes
 from workloads.consumer import ConsumerOptions, ConsumerWorkload
 from workloads.final_read import final_read_lines
@@ -78,16 +78,6 @@ def publish_lines(path: Path, lines: Sequence[bytes]) -> int:
     """`path` with `lines` added (one JSON document each), replaced in one rename after an
     fsync: a crash leaves the old file or the new one, never a part; how many lines."""
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
     old = path.read_bytes() if path.exists() else b""
-    with open(tmp, "wb") as out:
-        out.write(old + b"".join(line + b"\n" for line in lines))
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(tmp, path)
-    directory = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
+    write_atomically(path, old + b"".join(line + b"\n" for line in lines))
     return len(lines)
