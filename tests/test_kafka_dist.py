@@ -174,6 +174,20 @@ def test_an_unpacked_distribution_gives_its_version_and_libs(tmp_path, monkeypat
     assert dist.resolve(ZK_VERSION, kafka_home=str(home)).classpath == f"{home / 'libs'}/*"
 
 
+def test_an_unpacked_old_release_gives_its_version_and_scala_build(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", path_with_only(tmp_path / "bin", "java"))
+    home = tmp_path / "kafka_2.11-0.11.0.3"
+    (home / "libs").mkdir(parents=True)
+    (home / "libs" / "kafka_2.11-0.11.0.3.jar").write_bytes(b"")
+    (home / "libs" / "kafka-clients-0.11.0.3.jar").write_bytes(b"")
+    assert dist.from_home(home, None) == dist.KafkaDistribution("0.11.0.3", str(home / "libs"), "2.11")
+    settings = system_for("kafka", {"kafka_home": str(home)}).settings
+    assert (settings.version, settings.scala, settings.mode, settings.truncation) == ("0.11.0.3", "2.11", "zk", "release")
+    with pytest.raises(ClusterConfigError, match="older than 0.10.2.0"):
+        (home / "libs" / "kafka_2.11-0.11.0.3.jar").rename(home / "libs" / "kafka_2.11-0.10.1.1.jar")
+        dist.from_home(home, None)
+
+
 def test_a_home_without_the_broker_jar_is_refused(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", path_with_only(tmp_path / "bin", "java"))
     (tmp_path / "kafka" / "libs").mkdir(parents=True)

@@ -41,7 +41,10 @@ def planted_run(results: Path, test_name: str = "synth-lost-write", lines: int =
     run = plant("lost-write/missing", generate(GenConfig(seed=3, lines=lines)), 1).run
     run_dir = results / test_name / stamp
     run.write(run_dir)
-    spec = RunSpec(name=test_name, truncation="kip320").to_json()  # as a run records it: defaults filled
+    spec = {**RunSpec(name=test_name, truncation="kip320").to_json(),  # as a run records it: defaults filled
+            "versions": {"fencepost": "0.1.0", "python": "3.11.7", "confluent_kafka": "2.16.1",
+                         "librdkafka": "2.16.0"},
+            "protocol": "the own broker, truncation kip320 (KIP-320 leader-epoch fencing)"}
     (run_dir / "test.json").write_bytes(orjson.dumps(spec, option=orjson.OPT_INDENT_2))
     for node in ("n1", "n2", "n3"):
         (run_dir / "nodes" / node).mkdir(parents=True)
@@ -320,7 +323,8 @@ def test_the_report_shows_verdict_summary_and_the_anomaly_with_links_into_the_hi
     for link in report.links:  # every history link names a line the viewer holds
         if link.startswith("history.html#i"):
             assert int(link.split("#i")[1]) in history["line"].tolist()
-    for setting in ("synth-lost-write", "own", "kip320", "60.0 s", "kill,pause,partition"):
+    for setting in ("synth-lost-write", "own", "kip320", "60.0 s", "kill,pause,partition",
+                    "the own broker, truncation kip320 (KIP-320 leader-epoch fencing)", "librdkafka 2.16.0"):
         assert setting in text
     counts = results["stats"]["history"]
     assert f"{counts['lines']:,} lines" in text
