@@ -45,7 +45,7 @@ def needs_root_and_java() -> None:
 def run(where: Path, *args: str) -> tuple[subprocess.CompletedProcess, Path | None]:
     needs_root_and_java()
     where.mkdir(parents=True, exist_ok=True)
-    done = fencepost(where, "run", "--time-limit", "40", "--nemesis-schedule", "fixed", "--nemesis-interval", "3",
+    done = fencepost(where, "run", "--time-limit", "30", "--nemesis-schedule", "fixed", "--nemesis-interval", "3",
                      "--backend-option", f"subnet={SUBNET}", *args, timeout=900)
     found = re.search(r"run directory: (\S+)", done.stdout)
     return done, (where / found.group(1) if found else None)
