@@ -10,7 +10,10 @@ one in offline mode.
 """
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -186,6 +189,23 @@ def test_an_unpacked_old_release_gives_its_version_and_scala_build(tmp_path, mon
     with pytest.raises(ClusterConfigError, match="older than 0.10.2.0"):
         (home / "libs" / "kafka_2.11-0.11.0.3.jar").rename(home / "libs" / "kafka_2.11-0.10.1.1.jar")
         dist.from_home(home, None)
+
+
+def test_a_release_this_machine_s_java_is_too_old_for_exits_254_before_anything_starts(tmp_path):
+    """Every release runs on Java 17 (bench/kafka_releases.py); a Java 11 (a stand-in `java` that
+    reports it, as `java -version` does on stderr) cannot run 4.x brokers."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "java").write_text('#!/bin/sh\necho \'openjdk version "11.0.2" 2019-01-15\' >&2\n')
+    (bin_dir / "java").chmod(0o755)
+    done = subprocess.run([sys.executable, "-m", "harness.cli", "cluster", "up", "--system", "kafka:4.4.0",
+                           "--results", str(tmp_path / "results")], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}",
+                               "XDG_CACHE_HOME": str(tmp_path / "cache"),
+                               "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
+    assert done.returncode == 254, (done.stdout, done.stderr)
+    assert "kafka 4.4.0 needs Java 17 or newer and `java` on PATH is 11.0.2" in done.stderr
+    assert not (tmp_path / "cache").exists()
 
 
 def test_a_home_without_the_broker_jar_is_refused(tmp_path, monkeypatch):

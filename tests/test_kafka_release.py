@@ -63,3 +63,18 @@ def test_an_emulation_is_refused_where_the_ibp_is_unknown_or_the_mode_is_kraft()
     with pytest.raises(ClusterConfigError, match="KRaft refuses"):
         Release.parse("3.9.1").inter_broker_protocol("kip320", "kraft")
     assert Release.parse("3.9.1").inter_broker_protocol("release", "kraft") is None
+
+
+@pytest.mark.parametrize("version, major", [("17.0.15", 17), ("1.8.0_392", 8), ("25.0.3", 25), ("11", 11),
+                                            (None, None), ("", None), ("java", None)])
+def test_java_major_reads_both_numbering_schemes(version, major):
+    from clusters.systems.kafka.release import java_major
+    assert java_major(version) == major
+
+
+def test_a_java_older_than_a_release_needs_is_refused_naming_both():
+    Release.parse("4.4.0").check_java("17.0.15")
+    Release.parse("0.10.2.2").check_java("1.8.0_392")
+    Release.parse("4.4.0").check_java(None)  # unknown: left to the JVM to say
+    with pytest.raises(ClusterConfigError, match=r"kafka 4\.4\.0 needs Java 17 or newer and `java` on PATH is 11\.0\.2"):
+        Release.parse("4.4.0").check_java("11.0.2")

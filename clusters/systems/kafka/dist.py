@@ -73,6 +73,7 @@ def resolve(version: str | None, kafka_home: str | None = None, cache: Path | No
                                  "or an unpacked distribution in --kafka-home DIR or KAFKA_HOME")
     release = Release.parse(version)
     require_java()
+    release.check_java(java_version())
     folder = (cache or cache_root()) / version
     marker = folder / MARKER
     if marker.exists() and marker.read_text() == recipe(release):
@@ -93,8 +94,9 @@ def from_home(home: Path, version: str | None) -> KafkaDistribution:
     if version and found_version != version:
         raise ClusterConfigError(f"kafka home {home} holds Kafka {found_version}, not {version}: give --system "
                                  f"kafka:{found_version}, or leave --kafka-home out to resolve {version} with Maven")
-    Release.parse(found_version)
+    release = Release.parse(found_version)
     require_java()
+    release.check_java(java_version())
     return KafkaDistribution(found_version, str(libs.resolve()), scala)
 
 

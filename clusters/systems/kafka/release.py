@@ -16,6 +16,9 @@ The rules are facts about the releases, each checked on this project's machines 
   From 1.1 the broker's log4j backend is no longer a runtime dependency: the one its
   distribution shipped is added (log4j 1.2.17 before 3.0, reload4j in 3.x, log4j2's slf4j
   binding in 4.x).
+- **Java**: 4.x brokers need Java 17 or newer (KIP-750); every release from 0.10.2.0 on runs
+  on Java 17 with the extras above (measured: bench/kafka_releases.py), and on Java 25 as far
+  as it was tried (0.10.2.2). A Java older than a release needs is refused, naming both.
 - **Modes**: ZooKeeper in every release before 4.0; KRaft from 3.3, when it became production
   ready (KIP-833; the earlier previews are refused).
 - **Own protocol** (follower truncation): before 0.11 to the high watermark (KAFKA-1211 open);
@@ -91,6 +94,19 @@ class Release:
         return "2.12" if not self.at_least(2, 4, 0) else "2.13"
 
     @property
+    def java_minimum(self) -> int:
+        """The oldest Java major version the release's brokers run on."""
+        return 17 if self.major >= 4 else 8
+
+    def check_java(self, version: str | None) -> None:
+        """ClusterConfigError when the Java that `java -version` reports is too old for this release."""
+        major = java_major(version)
+        if major is not None and major < self.java_minimum:
+            raise ClusterConfigError(f"kafka {self} needs Java {self.java_minimum} or newer and `java` on PATH is "
+                                     f"{version}: install a newer JDK (Debian: apt-get install openjdk-17-jdk-headless) "
+                                     "and put its java first on PATH")
+
+    @property
     def has_zookeeper(self) -> bool:
         return self.parts < ZOOKEEPER_UNTIL
 
@@ -150,3 +166,14 @@ class Release:
             return f"its own protocol ({PROTOCOL_NAMES[self.own_protocol]})"
         protocol = EMULATIONS[truncation][0]
         return f"{PROTOCOL_NAMES[truncation]}, emulated with inter.broker.protocol.version {protocol}"
+
+
+def java_major(version: str | None) -> int | None:
+    """17 for "17.0.15", 8 for "1.8.0_392"; None when unknown."""
+    if not version:
+        return None
+    found = re.match(r"(\d+)(?:\.(\d+))?", version)
+    if found is None:
+        return None
+    major = int(found.group(1))
+    return int(found.group(2) or 0) if major == 1 else major
