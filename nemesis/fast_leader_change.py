@@ -19,8 +19,11 @@ min.insync.replicas >= 2 and a network that can be cut between brokers.
    appends records of epoch e+1 at the offsets where C holds L's epoch-e tail.
 3. kill -9 B, wait until C leads (epoch e+2; C never saw epoch e+1). Its ISR is C alone:
    it takes no acks=all write until a replica rejoins.
-4. Heal the cuts, start L and B, wait until both are back in the ISR. B asks C where epoch
-   e+1 ends: `kip101` answers the start of epoch e+2 (C's log end when it took over), and B
+4. Heal the cuts, start L and wait until it is back in the ISR, wait `settle` (C, whose ISR
+   now meets min.insync.replicas, appends in epoch e+2: before Kafka 2.0.1 a leader records
+   its epoch only with its first append, KAFKA-7415, and B asking C earlier would get no
+   answer and truncate to its high watermark), start B and wait until it is back. B asks C
+   where epoch e+1 ends: `kip101` answers the start of epoch e+2 (C's log end when it took over), and B
    keeps whole batches of its epoch-(e+1) records below it -> replica-divergence, when C's
    tail reaches past B's first batch; `kip279`/`kip320` answer (epoch e, that offset), and
    B cuts at its own end of epoch e. `hw`: B cuts at its high watermark, below all of it.
@@ -109,10 +112,17 @@ class FastLeaderChange(Scenario):
             third = self.await_leader(ctx, (leader, next_leader))
             done.update(third_leader=third.leader, third_leader_epoch=third.leader_epoch)
         self.heal_cut(ctx)
-        for node in sorted(self.down):
-            self.start_node(ctx, node)
-        for node in (leader, next_leader):
-            self.await_isr(ctx, node)
+        # L first: once L is back in C's ISR, C takes writes and so records epoch e+2 (before
+        # Kafka 2.0.1 a new leader records its epoch only with its first append, KAFKA-7415);
+        # B, asking C where epoch e+1 ends before that, gets no answer and truncates to its HW.
+        for node in [leader, *sorted(self.down - {leader, next_leader})]:
+            if node in self.down:
+                self.start_node(ctx, node)
+        self.await_isr(ctx, leader)
+        time.sleep(self.settle)  # C appends in epoch e+2
+        if next_leader in self.down:
+            self.start_node(ctx, next_leader)
+        self.await_isr(ctx, next_leader)
 
     def _leads_elsewhere(self, ctx: NemesisContext, node: str) -> bool:
         """Whether `node` leads another partition of the topic (its connections would be held up by

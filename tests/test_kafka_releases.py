@@ -177,3 +177,34 @@ def test_an_unknown_release_exits_254_naming_the_artifact(tmp_path, monkeypatch)
                      str(tmp_path / "results"), timeout=dist.MAVEN_TIMEOUT_S)
     assert done.returncode == 254, done.stderr
     assert "Maven Central has no org.apache.kafka:kafka_2.11:0.10.2.9" in done.stderr
+
+
+@pytest.mark.slow
+def test_the_control_plane_speaks_each_release_s_versions_and_reads_zookeeper(tmp_path):
+    """0.10.2.2 answers Metadata only up to v2 and CreateTopics up to v1, with no leader epoch; the
+    view from ZooKeeper has the epoch all the same. One broker on the process backend."""
+    from clusters.cluster import Cluster, ClusterSpec
+    from clusters.systems.base import TopicSpec
+    from clusters.systems.kafka import config, wire
+    from clusters.systems.kafka.zookeeper import ZooKeeperReader
+
+    needs_java_and_maven()
+    spec = ClusterSpec("cp01022", "kafka:0.10.2.2", 1, "process", {}, {"min_insync_replicas": 1})
+    cluster = Cluster.up(spec, tmp_path / "cluster", timeout=120)
+    try:
+        cluster.create_topic(TopicSpec("fp", 2, 1), 60)
+        broker, zk = cluster.hosts["n1"], cluster.hosts["zk"]
+        answer = wire.metadata(broker.address, broker.port("broker", config.BROKER_PORT), ["fp"], 5)
+        assert answer.version == 2 and answer.brokers == (1,) and answer.controller == 1
+        assert [p.leader_epoch for p in answer.topics["fp"][1]] == [wire.UNKNOWN, wire.UNKNOWN]
+        code, message = wire.create_topic(broker.address, broker.port("broker", config.BROKER_PORT), "fp", 2, 1, {}, 5)
+        assert code == 36 and "exists" in (message or "")  # TOPIC_ALREADY_EXISTS, with CreateTopics v1's message
+        with ZooKeeperReader(zk.address, zk.port("zookeeper", config.ZOOKEEPER_PORT), 5) as reader:
+            assert reader.brokers() == [1] and reader.controller() == 1
+            assert reader.replicas("fp") == {0: (1,), 1: (1,)} and reader.replicas("absent") is None
+            state = reader.partition_state("fp", 0)
+            assert state is not None and state.leader == 1 and state.leader_epoch >= 0 and state.isr == (1,)
+        view = cluster.partition_view("fp", 1)
+        assert (view.leader, view.replicas, view.isr) == ("n1", ("n1",), ("n1",)) and view.leader_epoch >= 0
+    finally:
+        cluster.down()
