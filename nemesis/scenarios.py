@@ -18,8 +18,9 @@ undone, recorded, also when a step failed).
   the ISR. That needs partitions and RF >= 3.
 - `zombie` (KAFKA-6880, KIP-320): Z, a random follower in the ISR (where the controller is a
   broker: not the controller, and L the partition's preferred replica), is cut off from the
-  control plane only (it still reaches L and the other brokers); wait until Z is out of
-  the ISR (fenced); pause the other followers (where the controller is a broker: only L's
+  control plane only (it still reaches L and the other brokers); wait until Z is fenced
+  (out of the ISR, or a new leader epoch: the controller bumps it when it drops Z, and
+  before Kafka 2.1 the leader may take a still-fetching Z back in at once); pause the other followers (where the controller is a broker: only L's
   successor, so that the controller is never paused) for `hold` seconds (writes L takes
   then reach Z, never the successor), stop L cleanly (controlled shutdown: leadership moves
   to the paused successor), resume them; wait for the new leader L2; start L, wait until it is in the ISR;
@@ -30,7 +31,7 @@ The scenario itself is one action (f = its name) around its steps: invoke
 `{"topic", "partition"}`, info with the nodes it chose and the leaders it saw.
 Steps are actions of their own, their value naming the scenario: `pause`, `resume`,
 `kill`, `stop` (clean), `start`, `start-partition`, `stop-partition`, and the waits
-`await-leader` and `await-isr` (info: the view that ended the wait).
+`await-leader`, `await-isr` and `await-fenced` (info: the view that ended the wait).
 """
 from __future__ import annotations
 
@@ -262,7 +263,7 @@ class Zombie(Scenario):
         done.update(partition=self.partition, leader=leader, zombie=zombie, leader_epoch=view.leader_epoch,
                     held=held)
         self.cut_off(ctx, isolate_from(zombie, ctx.cluster.control_nodes))
-        self.await_isr(ctx, zombie, member=False)
+        self.await_fenced(ctx, zombie, view.leader_epoch)
         self.pause(ctx, held)
         time.sleep(self.hold)  # what the leader takes now reaches the zombie, never L's successor
         self.stop_cleanly(ctx, leader)
@@ -277,6 +278,16 @@ class Zombie(Scenario):
         done.update(leaders=[leader, second, third.leader], leader_epoch_after=third.leader_epoch)
         self.heal_cut(ctx)
         self.await_isr(ctx, zombie)
+
+    def await_fenced(self, ctx: NemesisContext, zombie: str, epoch: int) -> PartitionView:
+        """Until the controller has fenced Z: Z out of the ISR, or a new leader epoch (Kafka's
+        controller bumps it when it drops a replica; before 2.1 the leader may take a zombie that
+        still fetches back into the ISR within a moment, KAFKA-7128)."""
+        with self._step(ctx, "await-fenced", {"partition": self.partition, "node": zombie, "leader_epoch": epoch}) as op:
+            view = ctx.await_view(self.partition, lambda v: zombie not in v.isr or v.leader_epoch > epoch,
+                                  f"{zombie} fenced (out of the ISR, or a leader epoch after {epoch})")
+            op.value = {**op.value, **view_json(view)}
+        return view
 
     def _roles(self, ctx: NemesisContext, view: PartitionView,
                controller: str | None) -> tuple[PartitionView, str, str]:

@@ -127,7 +127,7 @@ def test_an_isolated_leader_is_unreachable_and_the_controller_elects_another(hea
 
 
 class ProbingRecorder(MemoryRecorder):
-    """Records, and at the moment the zombie is out of the ISR, looks at what the zombie can reach."""
+    """Records, and at the moment the zombie is fenced, looks at what the zombie can reach."""
 
     def __init__(self, cluster: Cluster) -> None:
         super().__init__()
@@ -136,7 +136,7 @@ class ProbingRecorder(MemoryRecorder):
 
     def nemesis(self, f, value=None, type="info", error=None):
         op = super().nemesis(f, value, type, error)
-        if f == "await-isr" and type == "info" and value.get("in_isr") is False and error is None:
+        if f == "await-fenced" and type == "info" and error is None:
             zombie, leader = value["node"], value["leader"]
             self.seen = {"fenced": fenced(self.cluster, zombie),
                          "reaches the leader": reaches(self.cluster, zombie, leader),
@@ -163,7 +163,7 @@ def test_zombie_fences_a_follower_that_still_reaches_the_leader_moves_leadership
     assert all(dropped(healthy, node) == set() for node in healthy.nodes)
     assert all(healthy.node_state(n) == "running" for n in healthy.nodes)
     steps = [op["f"] for op in recorder.ops if op["type"] == "info"]
-    assert steps == ["start-partition", "await-isr", "pause", "stop", "resume", "await-leader", "start",
+    assert steps == ["start-partition", "await-fenced", "pause", "stop", "resume", "await-leader", "start",
                      "await-isr", "stop", "await-leader", "start", "await-isr", "stop-partition", "await-isr",
                      "zombie"]
     assert recorder.ops[2]["value"]["grudge"] == {"controller": [zombie], zombie: ["controller"]}
