@@ -17,6 +17,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -519,7 +520,14 @@ def test_spawn_returns_the_pid_of_the_program_itself(hosts):
     host = hosts["n1"]
     handle = host.spawn("sleeper", ["sleep", "600"], posixpath.join(host.workdir, "sleeper.log"))
     try:
-        assert Path(f"/proc/{handle.pid}/cmdline").read_bytes().split(b"\0")[:2] == [b"sleep", b"600"]
+        # the pid is the program's from the start; its command line is once the wrappers have exec'd
+        deadline, cmdline = time.monotonic() + 10, b""
+        while time.monotonic() < deadline:
+            cmdline = Path(f"/proc/{handle.pid}/cmdline").read_bytes()
+            if not cmdline.startswith((b"nohup", b"setsid", b"sh\0")):
+                break
+            time.sleep(0.05)
+        assert cmdline.split(b"\0")[:2] == [b"sleep", b"600"]
         assert os.getsid(handle.pid) == handle.pid, "not in a session of its own"
     finally:
         host.kill([handle])

@@ -73,12 +73,12 @@ def resolved_3x(tmp_path_factory) -> tuple[Path, dist.KafkaDistribution]:
 @needs_maven
 def test_a_fresh_resolve_of_3x_gives_the_broker_zookeeper_and_reload4j(resolved_3x):
     cache, found = resolved_3x
-    assert found == dist.KafkaDistribution(ZK_VERSION, str(cache / ZK_VERSION / "libs"))
+    assert found == dist.KafkaDistribution(ZK_VERSION, str(cache / ZK_VERSION / "libs"), "2.13")
     jars = jar_names(found.libs)
     assert f"kafka_2.13-{ZK_VERSION}.jar" in jars
     assert any(j.startswith("zookeeper-3.") for j in jars), jars
     assert any(j.startswith("slf4j-reload4j-") for j in jars), jars
-    assert (cache / ZK_VERSION / dist.MARKER).read_text() == f"{ZK_VERSION}\n"
+    assert (cache / ZK_VERSION / dist.MARKER).read_text() == dist.recipe(found.release)  # what it was made from
     assert sorted(p.name for p in cache.iterdir()) == [ZK_VERSION]  # no work folder left behind
 
 
