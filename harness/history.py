@@ -43,7 +43,7 @@ _log = logging.getLogger("fencepost.history")
 HISTORY_FILE = "history.jsonl"
 NEMESIS = "nemesis"
 TYPES = ("invoke", "ok", "fail", "info")
-CLIENT_FS = ("send", "poll", "assign", "subscribe", "crash")
+CLIENT_FS = ("send", "poll", "assign", "subscribe", "crash", "commit")
 FSYNC_DELAY = 0.02  # seconds from the first unsynced append to its fsync (<< 100 ms)
 
 OpType = Literal["invoke", "ok", "fail", "info"]
@@ -617,6 +617,23 @@ def _check_assign(v: Any) -> str | None:
     start = v.get("from")
     if start is not None and start != "beginning" and type(start) is not dict:
         return _expect("value.from", start, '"beginning" or an object of offsets')
+    if "group" in v:  # a consumer group's resume: its committed offsets are checked (checkers/groups.py)
+        if type(v["group"]) is not str:
+            return _expect("value.group", v["group"], "a consumer group's name")
+        if start is not None and start != "beginning":
+            for key, offset in start.items():
+                if type(offset) is not int or key.rpartition("-")[0] == "" or not key.rpartition("-")[2].isdigit():
+                    return _expect(f"value.from.{key}", offset, 'an integer offset under a "topic-partition" key')
+    return None
+
+
+def _check_commit(v: Any) -> str | None:
+    if type(v) is not dict or type(v.get("group")) is not str or type(v.get("offsets")) is not list:
+        return _expect("value", v, 'an object {"group": name, "offsets": [[topic, partition, offset], ...]}')
+    for n, entry in enumerate(v["offsets"]):
+        if (type(entry) is not list or len(entry) != 3 or type(entry[0]) is not str
+                or type(entry[1]) is not int or type(entry[2]) is not int):
+            return _expect(f"value.offsets[{n}]", entry, "a [topic, partition, offset] triple")
     return None
 
 
@@ -637,6 +654,8 @@ _VALUE_CHECKS = {
     ("poll", "ok"): _check_poll_ok,
     ("assign", "invoke"): _check_assign,
     ("assign", "ok"): _check_assign,
+    ("commit", "invoke"): _check_commit,
+    ("commit", "ok"): _check_commit,
 }
 
 

@@ -170,7 +170,8 @@ def _main_heal_and_final_reads(spec: TestSpec, cluster: Cluster, recorder: Recor
     try:
         nemesis = (Nemesis(cluster, make_schedule(spec.nemesis.schedule, spec.faults, spec.nemesis.interval,
                                                   list(spec.nemesis.script) or None),
-                           recorder, seed=spec.seed, topic=spec.topic.name, timeout=spec.timeouts.heal)
+                           recorder, seed=spec.seed, topic=spec.topic.name, timeout=spec.timeouts.heal,
+                           group=spec.consumer.group, netem=dict(spec.nemesis.netem))
                    if spec.faults or spec.nemesis.schedule == "scripted" else None)
     except ClusterConfigError as e:
         raise BadInput(str(e)) from None

@@ -55,6 +55,7 @@ class NemesisSettings:
     schedule: str = "random"
     interval: float = 10.0
     script: tuple[Mapping[str, Any], ...] = ()
+    netem: Mapping[str, Any] = field(default_factory=dict)  # the netem fault's settings (docs/NEMESIS.md)
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,7 @@ class ProducerSettings:
 class ConsumerSettings:
     processes: int = 1  # 0: no consumer workload
     mode: str = "assign"
+    group: str = "fencepost"  # the consumer group of subscribe mode (and the group-coordinator target's)
 
 
 @dataclass(frozen=True)
@@ -117,6 +119,7 @@ class TestSpec:
         """What test.json holds (DESIGN.md §3.1): the spec, plus the checker's inputs."""
         data = asdict(self)
         data["nemesis"]["script"] = [dict(step) for step in self.nemesis.script]
+        data["nemesis"]["netem"] = dict(self.nemesis.netem)
         return data
 
 
@@ -182,6 +185,10 @@ def _section(cls: type, data: Mapping[str, Any], name: str) -> Any:
             if not isinstance(value, list) or not all(isinstance(step, dict) for step in value):
                 raise BadInput("nemesis.script must be a list of tables ([[nemesis.script]] with at and action)")
             values[key] = tuple(dict(step) for step in value)
+        elif cls is NemesisSettings and key == "netem":
+            if not isinstance(value, dict):
+                raise BadInput("nemesis.netem must be a table of settings ([nemesis.netem] with delay_ms, ...)")
+            values[key] = dict(value)
         else:
             values[key] = _typed(f"{name}.{key}", value, known[key].type, key)
     return cls(**values)
@@ -313,7 +320,12 @@ def _numbers(data: Any, where: str) -> Any:
 def _check_nemesis(spec: TestSpec) -> None:
     from clusters.errors import ClusterConfigError
     from nemesis import make_schedule
+    from nemesis.netem import NetemOptions
     n = spec.nemesis
+    try:
+        NetemOptions.from_mapping(n.netem)
+    except ClusterConfigError as e:
+        raise BadInput(f"nemesis.netem: {e}") from None
     if not spec.faults and n.schedule != "scripted":
         return
     try:
