@@ -204,6 +204,10 @@ class Cluster:
     def supports_shaping(self) -> bool:
         return all(h.supports_shaping for h in self.hosts)
 
+    def shaping_unavailable(self) -> str | None:
+        """Why no node's packets can be shaped (the backend, or its kernel, has no netem), or None."""
+        return next((why for h in self.hosts if (why := h.shaping_unavailable())), None)
+
     @property
     def client_address(self) -> str | None:
         """Where the harness's clients come from, as a node sees them (None: this backend cannot tell)."""

@@ -52,6 +52,9 @@ def check_fault(spec: FaultSpec, cluster: Cluster, netem: dict | None = None) ->
                                      "packets (tc netem in the node's own network namespace): use the netns "
                                      "backend as root, or docker")
         NetemOptions.from_mapping(netem)
+        why = cluster.shaping_unavailable()
+        if why:
+            raise ClusterConfigError(f"fault {spec}: {why}")
     for feature in (TARGET_FEATURES.get(spec.target), "reassign" if spec.name == "reassign" else None):
         why = cluster.system.cannot(feature) if feature else None
         if why:

@@ -141,6 +141,10 @@ class Host(ABC):
     def unshape(self) -> None:
         """Remove the netem qdisc `shape` put on; nothing when there is none."""
 
+    def shaping_unavailable(self) -> str | None:
+        """Why `shape` cannot work on this node (no tc netem in its kernel, ...), or None."""
+        return None if self.supports_shaping else "this backend cannot shape a node's packets (tc netem)"
+
     def port(self, service: str, default: int) -> int:
         """The port `service` listens on here: `default` where each node has its own address;
         the process backend gives each (node, service) its own port, kept for the cluster's life."""

@@ -87,6 +87,7 @@ class DockerHost(Host):
         self.workdir = workdir
         self.python = python
         self.container_name = node_container_name(cluster, name)
+        self._netem_missing: str | None = None  # why tc netem fails here ("": it works); probed when asked
         self.holder_name = holder_container_name(cluster, name)
 
     # -- the containers ----------------------------------------------------------------------
@@ -208,6 +209,16 @@ class DockerHost(Host):
     def unshape(self) -> None:
         if tc.has_netem(self._iptables(tc.show()).stdout):
             self._iptables(tc.unshape())
+
+    def shaping_unavailable(self) -> str | None:
+        """Probed once, on the node's loopback (`tc.probe`)."""
+        if self._netem_missing is None:
+            add, remove = tc.probe()
+            done = self._iptables(add, check=False)
+            if done.ok:
+                self._iptables(remove, check=False)
+            self._netem_missing = "" if done.ok else tc.missing_netem(done.stderr or done.stdout)
+        return self._netem_missing or None
 
     # -- faults on the whole container ----------------------------------------------------------
 

@@ -44,6 +44,7 @@ class NetnsHost(LocalHost):
         self.address = link.address
         self.workdir = workdir
         self.python = sys.executable
+        self._netem_missing: str | None = None  # why tc netem fails here ("": it works); probed when asked
 
     def _inside(self, argv: Sequence[str]) -> list[str]:
         return ["ip", "netns", "exec", self.namespace, *argv]
@@ -83,6 +84,16 @@ class NetnsHost(LocalHost):
     def unshape(self) -> None:
         if tc.has_netem(self.run(tc.show()).stdout):
             self.run(tc.unshape())
+
+    def shaping_unavailable(self) -> str | None:
+        """Probed once, on the node's loopback (`tc.probe`)."""
+        if self._netem_missing is None:
+            add, remove = tc.probe()
+            done = self.run(add, check=False)
+            if done.ok:
+                self.run(remove, check=False)
+            self._netem_missing = "" if done.ok else tc.missing_netem(done.stderr or done.stdout)
+        return self._netem_missing or None
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "namespace": self.namespace}

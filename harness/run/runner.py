@@ -199,6 +199,16 @@ def _main_heal_and_final_reads(spec: TestSpec, cluster: Cluster, recorder: Recor
             outcome.last_op_at = time.monotonic()
             progress.phase("heal")
     log.info("healed: %s", guard.result)
+    if nemesis is not None:
+        progress.phase("recover")
+        began = time.monotonic()
+        recovered = traffic.recover(spec.timeouts.quiesce)
+        log.info("recovery after the final heal: %s in %.1f s", "done" if recovered else "not done",
+                 time.monotonic() - began)
+        if not recovered:
+            outcome.problems.append(f"recovery: within {spec.timeouts.quiesce:g} s of the final heal, not every "
+                                    "partition acknowledged a write or the consumers did not catch up "
+                                    "(results.json's liveness section says which)")
     for crash in crashes:
         outcome.failures.append(f"the nemesis crashed: {type(crash).__name__}: {crash}; its faults stopped there "
                                 f"(healed as usual; the traceback is in {LOG_FILE})")

@@ -22,7 +22,8 @@ BACKENDS = ("netns", "process", "docker", "ssh")
 TRUNCATIONS = ("hw", "kip101", "kip279", "kip320", "release")  # release: a stock Kafka release's own protocol
 FLUSHES = ("os", "fsync", "lazy")
 SCHEDULES = ("fixed", "random", "scripted")
-CONSUMER_MODES = ("assign", "subscribe")
+CONSUMER_MODES = ("assign", "subscribe", "mixed")
+PRODUCER_CLIENTS = ("shared", "per-process")
 PARTITION_CHOICES = ("round-robin", "random", "key")
 CHECKER_KEYS = ("invalid", "linearizability", "linear_method", "search_budget")
 MAX_SECONDS = 366 * 24 * 3600.0  # a year: beyond it a wait overflows the clock's timeout (threading.TIMEOUT_MAX)
@@ -75,6 +76,14 @@ class ConsumerSettings:
     processes: int = 1  # 0: no consumer workload
     mode: str = "assign"
     group: str = "fencepost"  # the consumer group of subscribe mode (and the group-coordinator target's)
+    subscribe_p: float = 0.5  # mixed mode: the chance a process opening its consumer subscribes (else assigns)
+    commit_interval: float = 1.0  # a subscribed member commits what it read at most this often, seconds
+
+
+@dataclass(frozen=True)
+class ClientSettings:
+    producer: str = "shared"  # shared: one librdkafka producer for every process; per-process: one each
+    crash_interval: float = 0.0  # mean seconds between client crashes (Jepsen's --crash-clients); 0: none
 
 
 @dataclass(frozen=True)
@@ -106,6 +115,7 @@ class TestSpec:
     nemesis: NemesisSettings = NemesisSettings()
     producer: ProducerSettings = ProducerSettings()
     consumer: ConsumerSettings = ConsumerSettings()
+    clients: ClientSettings = ClientSettings()
     timeouts: PhaseTimeouts = PhaseTimeouts()
     checker: Mapping[str, Any] = field(default_factory=dict)  # test.json's checker section, as is
     notes: tuple[str, ...] = ()  # what the defaults decided that a person should know
@@ -124,7 +134,7 @@ class TestSpec:
 
 
 SECTIONS = {"topic": TopicSettings, "nemesis": NemesisSettings, "producer": ProducerSettings,
-            "consumer": ConsumerSettings, "timeouts": PhaseTimeouts}
+            "consumer": ConsumerSettings, "clients": ClientSettings, "timeouts": PhaseTimeouts}
 
 
 def load_toml(path: Path) -> dict[str, Any]:
@@ -290,6 +300,16 @@ def _checked(spec: TestSpec) -> TestSpec:
     c = spec.consumer
     need(0 <= c.processes <= MAX_PROCESSES, f"consumer.processes = {c.processes}: give 0..{MAX_PROCESSES}")
     need(c.mode in CONSUMER_MODES, f"consumer.mode = {c.mode!r}: choose one of {', '.join(CONSUMER_MODES)}")
+    need(bool(c.group) and c.group.isprintable() and len(c.group) <= 249,
+         f"consumer.group = {c.group!r}: give a group name of 1..249 printable characters")
+    need(0 <= c.subscribe_p <= 1, f"consumer.subscribe_p = {c.subscribe_p:g}: give a probability 0..1")
+    need(0 <= c.commit_interval <= MAX_SECONDS,
+         f"consumer.commit_interval = {c.commit_interval:g}: give seconds >= 0 (0: after every poll)")
+    k = spec.clients
+    need(k.producer in PRODUCER_CLIENTS,
+         f"clients.producer = {k.producer!r}: choose one of {', '.join(PRODUCER_CLIENTS)}")
+    need(0 <= k.crash_interval <= MAX_SECONDS,
+         f"clients.crash_interval = {k.crash_interval:g}: give mean seconds between client crashes, 0 for none")
     for phase in fields(PhaseTimeouts):
         seconds = getattr(spec.timeouts, phase.name)
         need(0 < seconds <= MAX_SECONDS, f"timeouts.{phase.name} = {seconds:g}: give seconds > 0, at most {MAX_SECONDS:g}")
