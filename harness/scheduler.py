@@ -218,10 +218,12 @@ class Scheduler:
             begin(free.popleft(), done)
 
     def _crash(self, now: float) -> None:
-        """Crash the client of a free process of a lane that can (none free: the next pass)."""
+        """Crash the client of a free process of a lane that can (none free: tried again
+        MAX_WAIT_S later, so that waiting for one never spins)."""
         candidates = [(state, p) for state in self._lanes if hasattr(state.lane.workload, "crash")
                       for p in state.free]
         if not candidates:
+            self._next_crash = now + MAX_WAIT_S
             return
         state, process = self._crash_rng.choice(candidates)
         state.free.remove(process)
