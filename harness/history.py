@@ -11,6 +11,7 @@ otherwise ignored.
   by `close()` / `__exit__`. It fsyncs the file at most `FSYNC_DELAY` after an
   append, so that lines are on disk within 100 ms without an fsync per line.
 - `Recorder` is the facade workloads and nemeses get: invoke / complete / nemesis.
+- `iter_plain` streams a file's readable lines unvalidated (for observers only).
 - `HistoryReader` / `iter_history` stream a file: each line is validated;
   problems go to a `Problems` collector with file, 1-based line and field.
   A bad *last* line (torn write: no trailing newline, bad JSON, failing
@@ -290,6 +291,21 @@ class Recorder:
 
 # ---------------------------------------------------------------------------
 # Reading
+
+
+def iter_plain(path: Path | str) -> Iterator[Op]:
+    """Every line of a history file that decodes to an object with the required fields, as an Op,
+    unvalidated otherwise and without a word about the others: for passes that only observe
+    (the liveness verdict) over files `fencepost check` validates anyway. About three times as
+    fast as `iter_history`."""
+    loads = orjson.loads
+    with open(path, "rb") as file:
+        for line in file:
+            try:
+                d = loads(line)
+                yield Op(d["index"], d["time"], d["process"], d["type"], d["f"], d.get("value"), d.get("error"))
+            except (orjson.JSONDecodeError, KeyError, TypeError):
+                continue
 
 
 def iter_history(path: Path | str, problems: Problems | None = None) -> Iterator[Op]:

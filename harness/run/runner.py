@@ -199,7 +199,7 @@ def _main_heal_and_final_reads(spec: TestSpec, cluster: Cluster, recorder: Recor
             outcome.last_op_at = time.monotonic()
             progress.phase("heal")
     log.info("healed: %s", guard.result)
-    if nemesis is not None:
+    if nemesis is not None or spec.clients.crash_interval:  # faults, or clients crashed: let them recover
         progress.phase("recover")
         began = time.monotonic()
         recovered = traffic.recover(spec.timeouts.quiesce)
