@@ -150,3 +150,18 @@ def test_liveness_never_changes_the_safety_verdict(tmp_path):
     assert outcome.valid is True and outcome.exit_code == 0
     assert outcome.results["liveness"]["verdict"] == "failed"
     assert orjson.loads((run / "results.json").read_bytes())["liveness"]["kinds"]["unavailable"] == 1
+
+
+def test_the_report_shows_the_liveness_verdict_and_its_findings(tmp_path):
+    from harness.report import write_report
+
+    h = History()
+    steady(h, 1, 60, partitions=(0, 1), gap=(1, 20, 40))
+    run = h.write(tmp_path / "run")
+    check_run(run, write=True, out=None)
+    page = write_report(run).read_text()
+    section = page[page.index('id="liveness-section"'):page.index('id="plots-section"')]
+    assert 'data-liveness="failed"' in section and "FAILED" in section
+    assert "never part of the verdict above" in section
+    assert "fp-1: no write acknowledged from" in section and "no fault explains it" in section
+    assert 'href="#liveness-section"' in page
