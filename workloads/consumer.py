@@ -46,6 +46,7 @@ recorded after a poll are not reported).
 """
 from __future__ import annotations
 
+import logging
 import random
 import threading
 import time
@@ -65,6 +66,8 @@ POSITION_LOST = frozenset((KafkaError._AUTO_OFFSET_RESET, KafkaError._LOG_TRUNCA
 COMMITTED_TIMEOUT_S = 5.0
 COMMIT_WAIT_S = 1.0  # a synchronous commit is waited for this long; it may land later (`info`)
 NOTES_KEPT = 3  # transient errors named in one poll's `error`
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -385,6 +388,13 @@ class ConsumerWorkload:
     @staticmethod
     def _close_consumer(client: _Client) -> None:
         consumer, client.consumer = client.consumer, None
+        committing, client.committing = client.committing, None
+        if committing is not None and not committing.wait(COMMITTED_TIMEOUT_S):
+            # a commit still inside librdkafka: closing under it could free what it uses; the
+            # consumer is abandoned instead (its thread holds it), as a close that hangs is
+            log.warning("consumer %s: a commit did not end within %.0f s; the consumer is abandoned, "
+                        "not closed", client.process, COMMITTED_TIMEOUT_S)
+            consumer = None
         if consumer is not None:
             close_within(consumer, what=f"consumer {client.process}")
         client.rebalances.clear()  # also the revoke that close() itself reports
