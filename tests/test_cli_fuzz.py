@@ -268,7 +268,7 @@ out_of_range = {
     "consumer.group": st.sampled_from(["", "tab\there", "x" * 250]),
     "consumer.subscribe_p": st.one_of(st.floats(max_value=-0.001), st.floats(min_value=1.001), st.just(math.nan)),
     "consumer.commit_interval": st.one_of(st.floats(max_value=-0.001), st.just(math.nan), st.just(math.inf)),
-    "clients.producer": junk_text.filter(lambda t: t not in ("shared", "per-process")),
+    "clients.producer": junk_text.filter(lambda t: t not in ("shared", "per-process", "")),
     "clients.crash_interval": st.one_of(st.floats(max_value=-0.001), st.just(math.nan), st.just(math.inf)),
     **{f"timeouts.{phase}": bad_seconds() for phase in ("setup", "heal", "quiesce", "final_read", "teardown")},
 }

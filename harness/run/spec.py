@@ -80,9 +80,14 @@ class ConsumerSettings:
     commit_interval: float = 1.0  # a subscribed member commits what it read at most this often, seconds
 
 
+# A producer client per process costs nothing up to this concurrency and most of the throughput
+# beyond (bench/workload_bench.py, docs/WORKLOADS.md): the default below, one shared client above.
+PER_PROCESS_UP_TO = 10
+
+
 @dataclass(frozen=True)
 class ClientSettings:
-    producer: str = "shared"  # shared: one librdkafka producer for every process; per-process: one each
+    producer: str = ""  # "": per-process up to PER_PROCESS_UP_TO processes, else shared; or either named
     crash_interval: float = 0.0  # mean seconds between client crashes (Jepsen's --crash-clients); 0: none
 
 
@@ -244,6 +249,9 @@ def _defaults_filled(spec: TestSpec, faults_given: bool) -> TestSpec:
                          f"{'kill and pause only' if not faults_given else 'refused if it partitions'} "
                          f"({why_not_netns}; for netns run scripts/provision as root)")
     flush = spec.flush or ("lazy" if "power-cut" in spec.faults else "os")
+    if not spec.clients.producer:
+        chosen = "per-process" if spec.concurrency <= PER_PROCESS_UP_TO else "shared"
+        spec = replace(spec, clients=replace(spec.clients, producer=chosen))
     truncation = spec.truncation or ("release" if is_kafka(spec.system) else "kip320")
     return replace(spec, backend=backend, flush=flush, truncation=truncation, notes=tuple(notes))
 
