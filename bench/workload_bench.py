@@ -22,6 +22,9 @@ C=100: 13,800 / 11,900 recorded ops/s vs 14,400 / 15,900 bare bounded (0.96 / 0.
 and 317,000 / 407,000 bare unbounded (0.04 / 0.03); C=1000: 55,300 / 58,000 vs
 123,000 / 160,000 (0.45 / 0.36) and 397,000 / 454,000 (0.14 / 0.13). A recorded send
 costs about 18 us of the harness's one Python thread, 10 of them the two history lines.
+A client per process against the shared one (2026-11-25, --concurrency 10 100 300, one run):
+C=10 2,108 vs 2,001 recorded ops/s (1.05); C=100 4,621 vs 16,926 (0.27); C=300 4,338 vs
+41,874 (0.10): the run spec's default follows (per-process up to 10 processes, docs/WORKLOADS.md).
 
 Run: python bench/workload_bench.py [--concurrency 100 300 1000] [--seconds 10]
        [--linger-ms 0] [--max-in-flight 1] [--keep]
