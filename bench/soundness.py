@@ -6,8 +6,8 @@ runs (default 1,000) in which one of that name's planters
 (`tests.synth.plant.PLANTERS`, taken in turn) planted it into a small valid
 generated history. Each run has its own seed, which fixes the generator's
 configuration (a few hundred lines; idempotent or not, 1-4 partitions, 1-3
-consumers, crashes, kills, offset gaps, stale and lagging followers: see
-`config_for`) and the planter's choices. A run is checked as `fencepost check`
+consumers, in one consumer group committing offsets or not, crashes, kills, offset gaps,
+stale and lagging followers: see `config_for`) and the planter's choices. A run is checked as `fencepost check`
 checks it (written to a run directory, `load_run`, `check_partitions`,
 `decide`, with test.json's default checker options unless `--checker` says
 otherwise). Detected: the checker reported that anomaly in the planted
@@ -143,7 +143,8 @@ def config_for(seed: int, lines: tuple[int, int] = DEFAULT_LINES) -> GenConfig:
         uncommitted_tail=r.random() < 0.5,
         lagging_follower=r.random() < 0.5,
         stale_follower=r.random() < 0.5,
-    )
+        group=r.random() < 0.5,  # consumers in one group: commits and resumes (drawn last: the
+    )                            # draws above stay those of the seeds measured before it
 
 
 # --- one case, in a worker process ------------------------------------------------

@@ -7,6 +7,9 @@ kip320), topic `fp` with 3 partitions, RF 3, min.insync.replicas 2. For each
     driven by `harness.scheduler.Scheduler` at an unlimited rate for --seconds,
     every send recorded (invoke + completion) in a real history.jsonl; the
     recorded throughput is completed sends / seconds until the last completion;
+(a') the same with a producer client per process (`client = "per-process"`: each process
+    its own librdkafka producer, as Jepsen's clients), side by side with (a), its
+    recorded ops/s and the ratio per-process / shared;
 (b) bare: one confluent-kafka producer with the same settings sends the same
     number of messages (values of the same form, partitions round-robin) as fast
     as it can, no recording: once with at most C messages unacked (the bound the
@@ -19,9 +22,13 @@ C=100: 13,800 / 11,900 recorded ops/s vs 14,400 / 15,900 bare bounded (0.96 / 0.
 and 317,000 / 407,000 bare unbounded (0.04 / 0.03); C=1000: 55,300 / 58,000 vs
 123,000 / 160,000 (0.45 / 0.36) and 397,000 / 454,000 (0.14 / 0.13). A recorded send
 costs about 18 us of the harness's one Python thread, 10 of them the two history lines.
+A client per process against the shared one (2026-11-25, --concurrency 10 100 300, one run):
+C=10 2,108 vs 2,001 recorded ops/s (1.05); C=100 4,621 vs 16,926 (0.27); C=300 4,338 vs
+41,874 (0.10): the run spec's default follows (per-process up to 10 processes, docs/WORKLOADS.md).
 
 Run: python bench/workload_bench.py [--concurrency 100 300 1000] [--seconds 10]
        [--linger-ms 0] [--max-in-flight 1] [--keep]
+(the figures of issue 27: --concurrency 10 100 300)
 """
 from __future__ import annotations
 
@@ -118,16 +125,23 @@ def main() -> None:
         bare_run(cluster.bootstrap, partitions, options, 1000)  # connections and metadata warmed up
         print(f"own cluster, 3 brokers, RF 3, acks=all, {len(partitions)} partitions; "
               f"linger.ms {args.linger_ms}, max.in.flight {args.max_in_flight}, not idempotent, retries 0")
-        print(f"{'concurrency':>11}  {'recorded ops/s':>14}  {'bare, C in flight':>17}  {'ratio':>5}  "
-              f"{'bare, unbounded':>15}  {'ratio':>5}  {'sends':>7}  {'history MB':>10}")
+        print(f"{'concurrency':>11}  {'recorded ops/s':>14}  {'per-process':>11}  {'pp/shared':>9}  "
+              f"{'bare, C in flight':>17}  {'ratio':>5}  {'bare, unbounded':>15}  {'ratio':>5}  {'sends':>7}  "
+              f"{'history MB':>10}")
+        per_process = ProducerOptions(topic=TOPIC, linger_ms=args.linger_ms, max_in_flight=args.max_in_flight,
+                                      client="per-process")
         for concurrency in args.concurrency:
             ok, elapsed, size = recorded_run(cluster.bootstrap, partitions, options, concurrency, args.seconds,
                                              directory / f"run-{concurrency}")
             recorded = ok / elapsed
+            ok_pp, elapsed_pp, _ = recorded_run(cluster.bootstrap, partitions, per_process, concurrency,
+                                                args.seconds, directory / f"run-{concurrency}-per-process")
+            each = ok_pp / elapsed_pp
             bounded = ok / bare_run(cluster.bootstrap, partitions, options, ok, concurrency)
             unbounded = ok / bare_run(cluster.bootstrap, partitions, options, ok)
-            print(f"{concurrency:>11}  {recorded:>14,.0f}  {bounded:>17,.0f}  {recorded / bounded:>5.2f}  "
-                  f"{unbounded:>15,.0f}  {recorded / unbounded:>5.2f}  {ok:>7}  {size / 1e6:>10.1f}", flush=True)
+            print(f"{concurrency:>11}  {recorded:>14,.0f}  {each:>11,.0f}  {each / recorded:>9.2f}  "
+                  f"{bounded:>17,.0f}  {recorded / bounded:>5.2f}  {unbounded:>15,.0f}  {recorded / unbounded:>5.2f}  "
+                  f"{ok:>7}  {size / 1e6:>10.1f}", flush=True)
     finally:
         cluster.down()
         if args.keep:

@@ -20,12 +20,15 @@ UNSEEN = "unseen"
 ABORTED_READ = "aborted-read"  # a failed send's value was read (Jepsen's G1a)
 PHANTOM_READ = "phantom-read"  # a value no send ever wrote was read
 FUTURE_READ = "future-read"  # a poll saw an offset before the send that got it began
+# Consumer groups (checkers/groups.py): a member resuming from a committed offset.
+COMMIT_SKIP = "commit-skip"  # resumed above every offset the group could have committed
+COMMIT_REREAD = "commit-reread"  # resumed below what the group's commits had surely covered
 
 ALL = (
     LOST_WRITE, DUPLICATE, INCONSISTENT_OFFSETS, TRUNCATED_READ, NONMONOTONIC_SEND,
     POLL_SKIP, NONMONOTONIC_POLL, INT_POLL_SKIP, INT_NONMONOTONIC_POLL,
     REPLICA_DIVERGENCE, NONLINEARIZABLE, UNSEEN, ABORTED_READ, PHANTOM_READ,
-    FUTURE_READ,
+    FUTURE_READ, COMMIT_SKIP, COMMIT_REREAD,
 )
 
 # One line each, for pages a reader may have without the docs (the report):
@@ -50,6 +53,10 @@ DEFINITIONS = {
     ABORTED_READ: "a value whose sends all failed was read (Jepsen's G1a)",
     PHANTOM_READ: "a value no send wrote was read",
     FUTURE_READ: "a poll saw an offset before the send that got it had begun",
+    COMMIT_SKIP: "a consumer group member resumed above every offset its group could have committed, "
+                 "skipping records no commit covered",
+    COMMIT_REREAD: "a consumer group member resumed below an offset its group's commit had surely "
+                   "covered, reading again what the commit said was read",
 }
 
 # The documented default: every anomaly but `unseen` makes a run invalid;

@@ -16,6 +16,7 @@ from operator import attrgetter
 from typing import Any, Literal
 
 from checkers.anomaly import DEFAULT_INVALID, DUPLICATE, NONLINEARIZABLE, Anomaly
+from checkers.groups import check_groups
 from checkers.offsets import Observations, check_offsets, observe
 from checkers.partition import CheckOptions, PartitionHistory
 from checkers.polls import check_polls
@@ -56,7 +57,7 @@ class PartitionReport:
 # The two halves of a partition's check (`check_half`): independent once the
 # observations are built, so that two processes can share one partition.
 OFFSETS_HALF = "offsets"  # offset checks and the linearizability search
-READS_HALF = "reads"  # poll order, replicas, unseen, and the stats
+READS_HALF = "reads"  # poll order, consumer groups, replicas, unseen, and the stats
 HALVES = (OFFSETS_HALF, READS_HALF)
 
 
@@ -79,7 +80,8 @@ def check_half(ph: PartitionHistory, options: CheckOptions, half: str,
     obs = obs if obs is not None else observe(ph)
     if half == READS_HALF:
         not_seen = unseen(ph, obs, keep=keep)
-        anomalies = [*check_polls(ph, obs, obs.known_offsets()), *replica_divergence(ph),
+        known = obs.known_offsets()
+        anomalies = [*check_polls(ph, obs, known), *check_groups(ph, known), *replica_divergence(ph),
                      *not_seen.anomalies]
         # "unjudged" is the offsets half's: set by join_halves.
         return PartitionReport(ph.topic, ph.partition, anomalies,

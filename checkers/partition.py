@@ -59,6 +59,39 @@ class Reset:
 
 
 @dataclass(slots=True)
+class Commit:
+    """A consumer group member's commit of this partition's offset: `offset` is the next offset to
+    read (Kafka's convention), `group` the consumer group."""
+
+    process: int
+    group: str
+    offset: int
+    outcome: Outcome
+    invoke_index: int
+    invoke_time: int
+    complete_index: int | None = None
+    complete_time: int | None = None
+
+
+@dataclass(slots=True)
+class Resume:
+    """A group member given this partition by a rebalance (its `assign` op, from invoke to
+    completion), starting at `offset`: the committed offset it was told (0 where the group had
+    none). That offset was read while the member's previous operation ran (the poll whose
+    rebalance callback asked for it), so the read may have begun as early as that operation's
+    invoke: `asked_index` (the assign's own invoke when the member did nothing before)."""
+
+    process: int
+    group: str
+    offset: int
+    invoke_index: int
+    invoke_time: int
+    complete_index: int | None = None
+    complete_time: int | None = None
+    asked_index: int = -1
+
+
+@dataclass(slots=True)
 class ReplicaState:
     node: str
     log_end_offset: int
@@ -74,6 +107,9 @@ class PartitionHistory:
     sends: list[Send] = field(default_factory=list)
     polls: list[Poll] = field(default_factory=list)
     resets: list[Reset] = field(default_factory=list)
+    # Consumer groups: members' commits of this partition and their resumes from committed offsets.
+    commits: list[Commit] = field(default_factory=list)
+    resumes: list[Resume] = field(default_factory=list)
     # The final consumer read: (offset, value) in log order, or None if absent.
     final: list[tuple[int, str]] | None = None
     final_complete: bool = False

@@ -5,11 +5,12 @@ operations faults are made of.
 waits until it is ready; `Cluster.attach(directory)` picks a running cluster up
 again from its saved state (another command, another process). The state
 (clusters/store.py) is saved before anything is started and after every change
-of processes or cuts, so `down`, `heal` and `fencepost cleanup` always know what
-exists. Node-level operations (start, stop, kill, pause, resume, partition,
-heal) are what the nemesis (nemesis/) composes faults from; `heal()` undoes
-every fault: cuts removed, paused processes continued, stopped nodes started
-(control plane first).
+of processes, cuts or shaped links, so `down`, `heal` and `fencepost cleanup` always
+know what exists. Node-level operations (start, stop, kill, pause, resume,
+partition, reconnect, shape, heal) are what the nemesis (nemesis/) composes faults
+from, with the system's answers about roles (active controller, group coordinator)
+and its reassignment of replicas; `heal()` undoes every fault: cuts removed, netem
+removed, paused processes continued, stopped nodes started (control plane first).
 """
 from __future__ import annotations
 
@@ -62,13 +63,15 @@ class ClusterSpec:
 class Cluster:
     def __init__(self, spec: ClusterSpec, directory: Path, hosts: HostSet, system: System,
                  processes: Mapping[str, Mapping[str, ProcessHandle]] | None = None,
-                 cuts: Mapping[str, Iterable[str]] | None = None, created: str | None = None) -> None:
+                 cuts: Mapping[str, Iterable[str]] | None = None, created: str | None = None,
+                 shaped: Mapping[str, Iterable[str]] | None = None) -> None:
         self.spec = spec
         self.directory = directory
         self.hosts = hosts
         self.system = system
         self.processes: dict[str, dict[str, ProcessHandle]] = {n: dict(p) for n, p in (processes or {}).items()}
         self.cuts: dict[str, list[str]] = {n: sorted(p) for n, p in (cuts or {}).items()}
+        self.shaped: dict[str, list[str]] = {n: list(a) for n, a in (shaped or {}).items()}  # node -> netem args
         self.created = created or datetime.now(timezone.utc).isoformat(timespec="seconds")
         self.log_starts: dict[tuple[str, str], int] = {}  # (node, role) -> its log's size when last started
         self._rejoin_answers: dict[tuple[str, str, int], tuple[float, str | None]] = {}
@@ -117,7 +120,7 @@ class Cluster:
             processes = {n: {r: ProcessHandle.from_dict(h) for r, h in roles.items()}
                          for n, roles in state.get("processes", {}).items()}
             return Cluster(spec, directory, hosts, system_for(spec.system, state.get("system_options", {})),
-                           processes, state.get("cuts"), state.get("created"))
+                           processes, state.get("cuts"), state.get("created"), state.get("shaped"))
         except (KeyError, TypeError, ValueError) as e:
             raise ClusterConfigError(f"{directory}/cluster.json is not a cluster state this version can read "
                                      f"({type(e).__name__}: {e}); remove its leftovers with `fencepost cleanup`") from None
@@ -127,7 +130,7 @@ class Cluster:
                 "hosts": self.hosts.state(), "bootstrap": self.bootstrap,
                 "nodes": {n: self.hosts[n].describe() for n in self.nodes},
                 "processes": {n: {r: h.to_dict() for r, h in roles.items()} for n, roles in self.processes.items()},
-                "cuts": self.cuts}
+                "cuts": self.cuts, "shaped": self.shaped}
 
     def save(self) -> None:
         with self._saving:  # nodes may be started side by side
@@ -149,6 +152,7 @@ class Cluster:
                 problems.append(str(e))
         self.hosts.destroy()
         self.cuts = {}
+        self.shaped = {}  # the qdiscs went with the namespaces or containers
         self.save()
         if problems:
             raise HostError("; ".join(problems))
@@ -195,6 +199,19 @@ class Cluster:
     @property
     def supports_partitions(self) -> bool:
         return all(h.supports_partitions for h in self.hosts)
+
+    @property
+    def supports_shaping(self) -> bool:
+        return all(h.supports_shaping for h in self.hosts)
+
+    def shaping_unavailable(self) -> str | None:
+        """Why no node's packets can be shaped (the backend, or its kernel, has no netem), or None."""
+        return next((why for h in self.hosts if (why := h.shaping_unavailable())), None)
+
+    @property
+    def client_address(self) -> str | None:
+        """Where the harness's clients come from, as a node sees them (None: this backend cannot tell)."""
+        return self.hosts.client_address
 
     # -- processes -------------------------------------------------------------------------
 
@@ -367,10 +384,38 @@ class Cluster:
                                      "use the netns backend")
         return self.hosts.client_address
 
+    def reconnect(self, grudge: Mapping[str, Iterable[str]]) -> None:
+        """Lift exactly the cuts `partition(grudge)` made (others stay): each node stops dropping
+        the peers listed for it. A cut healed already is no error."""
+        for node, peers in grudge.items():
+            peers = sorted(set(peers))
+            if not peers:
+                continue
+            self.hosts[node].uncut([self._peer_address(p) for p in peers])
+            left = sorted(set(self.cuts.get(node, [])) - set(peers))
+            if left:
+                self.cuts[node] = left
+            else:
+                self.cuts.pop(node, None)
+            self.save()
+
     def heal_network(self) -> None:
         for node in self.nodes:
             self.hosts[node].heal()
         self.cuts = {}
+        self.save()
+
+    def shape(self, node: str, netem: Iterable[str]) -> None:
+        """Degrade the packets `node` sends (tc netem with these arguments, replacing any netem
+        it has); ClusterConfigError on a backend that cannot."""
+        args = list(netem)
+        self.hosts[node].shape(args)
+        self.shaped[node] = args
+        self.save()
+
+    def unshape(self, node: str) -> None:
+        self.hosts[node].unshape()
+        self.shaped.pop(node, None)
         self.save()
 
     def heal(self, timeout: float = READY_TIMEOUT_S) -> list[str]:
@@ -380,6 +425,9 @@ class Cluster:
             done.append(f"healed the network ({', '.join(sorted(self.cuts))} had cuts)")
         if self.supports_partitions:
             self.heal_network()
+        for node in sorted(self.shaped):
+            self.unshape(node)
+            done.append(f"removed netem on {node}")
         for node in self.nodes:
             if self.node_state(node) == "paused":
                 self.resume(node)
@@ -400,6 +448,20 @@ class Cluster:
 
     def partition_view(self, topic: str, partition: int) -> PartitionView:
         return self.system.partition_view(self.hosts, topic, partition)
+
+    def active_controller(self) -> str | None:
+        """The node acting as controller now (None when it cannot be told at this moment)."""
+        return self.system.active_controller(self.hosts)
+
+    def group_coordinator(self, group: str) -> str | None:
+        """The broker coordinating consumer group `group` now (None when none answers yet);
+        ClusterConfigError where the system has no single coordinator."""
+        return self.system.group_coordinator(self.hosts, group)
+
+    def reassign(self, topic: str, partition: int, replicas: list[str], timeout: float = READY_TIMEOUT_S) -> None:
+        """Ask the system to move the partition's replicas to `replicas` (in that order: the first is
+        the preferred leader); returns once the request is accepted, not when the move is done."""
+        self.system.reassign(self.hosts, topic, partition, replicas, timeout)
 
     def wait_for_full_isr(self, topic: str, timeout: float = READY_TIMEOUT_S) -> None:
         """Until every partition of `topic` has a leader and every replica in its ISR (the quiesce

@@ -49,7 +49,8 @@ from checkers.partition import PartitionHistory
 from harness.errors import BadInput
 from harness.forked import Forked, can_fork, collect
 from harness.history import HISTORY_FILE
-from harness.loading import LoadedRun, PartitionKey, fresh_copy, load_run, verdict_stub
+from harness.liveness import liveness
+from harness.loading import TEST_FILE, LoadedRun, PartitionKey, fresh_copy, load_run, read_test, verdict_stub
 from harness.summary import (
     EXAMPLES_PER_ANOMALY, build_results, partition_name, print_summary, write_results,
 )
@@ -88,15 +89,21 @@ def check_run(run_dir: Path | str, *, write: bool = True, out: Any = _STDOUT,
     jobs = default_jobs(jobs)
     started = time.perf_counter()
     run_dir = Path(run_dir)
+    section = None
     if jobs > 1 and _history_bytes(run_dir) >= LOADER_MIN_BYTES and can_fork():
-        run, reports = Forked(f"the process loading and checking {run_dir}", _load_and_check,
-                              run_dir, jobs, []).result()
+        loader = Forked(f"the process loading and checking {run_dir}", _load_and_check, run_dir, jobs, [])
+        try:
+            # the liveness verdict's pass over the history, here while the forked process checks
+            section = liveness(run_dir, read_test(run_dir / TEST_FILE))
+        except BadInput:
+            section = None  # the loader says what is wrong with test.json
+        run, reports = loader.result()
     else:
         run = load_run(run_dir, parallel=jobs > 1)
         reports = check_partitions(run, jobs, keep=EXAMPLES_PER_ANOMALY)
     verdict = decide(run, reports)
     linear_files = write_counterexamples(run_dir, reports) if write else {}
-    results = build_results(run, reports, verdict, time.perf_counter() - started, linear_files)
+    results = build_results(run, reports, verdict, time.perf_counter() - started, linear_files, section)
     results_path = write_results(run_dir, results) if write else None
     if out is not None:
         print_summary(results, out, results_path)

@@ -3,8 +3,8 @@ The one definition `fencepost analyze` (harness/analysis/checks.py) and `fencepo
 compare` (harness/compare/) share.
 
 Rules, on history times (nanoseconds; 0 is the run's start):
-1. An anomaly's evidence is complete at the latest completion time among the sends and
-   polls its `ops` names (history indices, or [invoke, complete] pairs; an invoke's index
+1. An anomaly's evidence is complete at the latest completion time among the sends,
+   polls, commits and resumes (assigns) its `ops` names (history indices, or [invoke, complete] pairs; an invoke's index
    stands for its op's completion). Ops never completed, and indices of other operations,
    are not counted; an anomaly naming no completed send or poll has no time. The checkers
    list at most 20 ops per anomaly (checkers/offsets.py), and the time is taken over those.
@@ -31,7 +31,7 @@ def first_evidence_ns(ph: PartitionHistory, anomalies: Iterable[Anomaly], invali
     """Rule 2: the earliest history time (ns) at which all the listed ops of one anomaly
     named in `invalid` had completed, in partition `ph`; None if there is none."""
     times: dict[int, int] = {}
-    for op in (*ph.sends, *ph.polls):
+    for op in (*ph.sends, *ph.polls, *ph.commits, *ph.resumes):
         if op.complete_index is not None and op.complete_time is not None:
             times[op.invoke_index] = times[op.complete_index] = op.complete_time
     earliest = None

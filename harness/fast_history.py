@@ -21,6 +21,7 @@ import msgspec
 
 from checkers.partition import PartitionHistory, Poll, Reset, Send
 from harness.history import HistoryCounts, NEMESIS, TYPES
+from harness.loading_groups import commits_of, resumes_of
 
 # orjson reads integers beyond 64 bits as floats, which the exact reader
 # rejects: the typed decoder must not accept them (from 2**63 on, msgspec's
@@ -50,6 +51,8 @@ class _Value(msgspec.Struct, gc=False):
     records: Union[list[_Record], None] = None
     partitions: Union[list[tuple[str, Int64]], None] = None
     start: Any = msgspec.field(default=None, name="from")
+    group: Union[str, None] = None  # a consumer group member's assign and commit
+    offsets: Union[list[tuple[str, Int64, Int64]], None] = None  # a commit's
 
 
 class _Line(msgspec.Struct, gc=False):
@@ -111,6 +114,7 @@ def _read(path: Path) -> tuple[dict[PartitionKey, PartitionHistory], list[Reset]
     partitions: dict[PartitionKey, PartitionHistory] = {}
     resets: list[Reset] = []
     assigned: dict[int, tuple[PartitionKey, ...]] = {}  # process -> its latest assign's partitions
+    previous: dict[int, int] = {}  # process -> the invoke index of its latest op but assigns
     shared: dict[PartitionKey, dict[int, tuple[int, str]]] = {}  # partition -> offset -> record
     # process -> (index, time, f, value, the send placed at its invoke)
     pending: dict[int, tuple[int, int, str, Any, Send | None]] = {}
@@ -127,9 +131,17 @@ def _read(path: Path) -> tuple[dict[PartitionKey, PartitionHistory], list[Reset]
     def finish(p: int, invoke: tuple[int, int, str, Any, Send | None], outcome: str,
                complete_index: int | None, complete_time: int | None,
                grouped: dict[PartitionKey, list] | None, error: str | None) -> None:
-        """What group_operations does with a paired poll, assign, subscribe or crash."""
+        """What group_operations does with a paired poll, assign, subscribe, crash or commit."""
         f = invoke[2]
-        if f == "poll":
+        asked = previous.get(p, invoke[0])
+        if f != "assign":  # a burst of assigns after a poll was asked for during that poll
+            previous[p] = invoke[0]
+        if f == "commit":
+            v = invoke[3]
+            for key, commit in commits_of(p, v.group, v.offsets, outcome, invoke[0], invoke[1], complete_index,
+                                          complete_time):
+                (partitions.get(key) or partition(key)).commits.append(commit)
+        elif f == "poll":
             by_key = grouped if grouped is not None else {}
             for key in assigned.get(p, ()):
                 if key not in by_key:
@@ -141,10 +153,14 @@ def _read(path: Path) -> tuple[dict[PartitionKey, PartitionHistory], list[Reset]
         else:  # assign, subscribe, crash
             resets.append(Reset(p, invoke[0], invoke[1], f))
             if f == "assign" and outcome != "fail":
-                keys = tuple((t, n) for t, n in invoke[3].partitions)
+                v = invoke[3]
+                keys = tuple((t, n) for t, n in v.partitions)
                 assigned[p] = keys
                 for key in keys:
                     partition(key)
+                for key, resume in resumes_of(p, v.group, v.start, keys, invoke[0], invoke[1], complete_index,
+                                              complete_time, asked):
+                    partition(key).resumes.append(resume)
             elif f != "assign":
                 assigned.pop(p, None)
 
@@ -208,6 +224,8 @@ def _read(path: Path) -> tuple[dict[PartitionKey, PartitionHistory], list[Reset]
                     pending[p] = (index, d.time, f, _assignment(d.value), None)
                 elif f == "subscribe" or f == "crash":
                     pending[p] = (index, d.time, f, None, None)
+                elif f == "commit":
+                    pending[p] = (index, d.time, f, _commit(d.value), None)
                 else:
                     raise GiveUp  # an unknown client f: the exact reader warns
             else:
@@ -222,6 +240,8 @@ def _read(path: Path) -> tuple[dict[PartitionKey, PartitionHistory], list[Reset]
                     grouped = _group(v.records, shared)
                 elif f == "assign" and ty == "ok":
                     _assignment(d.value)
+                elif f == "commit" and ty == "ok":
+                    _commit(d.value)
                 finish(p, invoke, outcomes[ty], index, d.time, grouped, d.error)
             key2 = (f, ty)
             by_f_type[key2] = by_f_type.get(key2, 0) + 1
@@ -230,6 +250,8 @@ def _read(path: Path) -> tuple[dict[PartitionKey, PartitionHistory], list[Reset]
             finish(p, invoke, "info", None, None, None, None)
     for ph in partitions.values():
         ph.polls.sort(key=_invoke_index)
+        ph.commits.sort(key=_invoke_index)
+        ph.resumes.sort(key=_invoke_index)
     resets.sort(key=_reset_index)
     if sends_invoked:
         by_f_type[("send", "invoke")] = sends_invoked
@@ -255,9 +277,21 @@ _VALUE_READ_ALWAYS = frozenset(("send",))
 
 
 def _assignment(v: _Value | None) -> _Value:
-    """An assign's value, checked as the exact reader checks it."""
+    """An assign's value, checked as the exact reader checks it (a group member's `from` offsets
+    too); anything else is left to it."""
     if v is None or v.partitions is None or (
             v.start is not None and v.start != "beginning" and type(v.start) is not dict):
+        raise GiveUp
+    if v.group is not None and type(v.start) is dict and not all(
+            type(o) is int and k.rpartition("-")[0] != "" and k.rpartition("-")[2].isdigit()
+            for k, o in v.start.items()):
+        raise GiveUp
+    return v
+
+
+def _commit(v: _Value | None) -> _Value:
+    """A commit's value, checked as the exact reader checks it."""
+    if v is None or v.group is None or v.offsets is None:
         raise GiveUp
     return v
 

@@ -11,6 +11,7 @@ otherwise ignored.
   by `close()` / `__exit__`. It fsyncs the file at most `FSYNC_DELAY` after an
   append, so that lines are on disk within 100 ms without an fsync per line.
 - `Recorder` is the facade workloads and nemeses get: invoke / complete / nemesis.
+- `iter_plain` streams a file's readable lines unvalidated (for observers only).
 - `HistoryReader` / `iter_history` stream a file: each line is validated;
   problems go to a `Problems` collector with file, 1-based line and field.
   A bad *last* line (torn write: no trailing newline, bad JSON, failing
@@ -43,7 +44,7 @@ _log = logging.getLogger("fencepost.history")
 HISTORY_FILE = "history.jsonl"
 NEMESIS = "nemesis"
 TYPES = ("invoke", "ok", "fail", "info")
-CLIENT_FS = ("send", "poll", "assign", "subscribe", "crash")
+CLIENT_FS = ("send", "poll", "assign", "subscribe", "crash", "commit")
 FSYNC_DELAY = 0.02  # seconds from the first unsynced append to its fsync (<< 100 ms)
 
 OpType = Literal["invoke", "ok", "fail", "info"]
@@ -290,6 +291,21 @@ class Recorder:
 
 # ---------------------------------------------------------------------------
 # Reading
+
+
+def iter_plain(path: Path | str) -> Iterator[Op]:
+    """Every line of a history file that decodes to an object with the required fields, as an Op,
+    unvalidated otherwise and without a word about the others: for passes that only observe
+    (the liveness verdict) over files `fencepost check` validates anyway. About three times as
+    fast as `iter_history`."""
+    loads = orjson.loads
+    with open(path, "rb") as file:
+        for line in file:
+            try:
+                d = loads(line)
+                yield Op(d["index"], d["time"], d["process"], d["type"], d["f"], d.get("value"), d.get("error"))
+            except (orjson.JSONDecodeError, KeyError, TypeError):
+                continue
 
 
 def iter_history(path: Path | str, problems: Problems | None = None) -> Iterator[Op]:
@@ -617,6 +633,23 @@ def _check_assign(v: Any) -> str | None:
     start = v.get("from")
     if start is not None and start != "beginning" and type(start) is not dict:
         return _expect("value.from", start, '"beginning" or an object of offsets')
+    if "group" in v:  # a consumer group's resume: its committed offsets are checked (checkers/groups.py)
+        if type(v["group"]) is not str:
+            return _expect("value.group", v["group"], "a consumer group's name")
+        if start is not None and start != "beginning":
+            for key, offset in start.items():
+                if type(offset) is not int or key.rpartition("-")[0] == "" or not key.rpartition("-")[2].isdigit():
+                    return _expect(f"value.from.{key}", offset, 'an integer offset under a "topic-partition" key')
+    return None
+
+
+def _check_commit(v: Any) -> str | None:
+    if type(v) is not dict or type(v.get("group")) is not str or type(v.get("offsets")) is not list:
+        return _expect("value", v, 'an object {"group": name, "offsets": [[topic, partition, offset], ...]}')
+    for n, entry in enumerate(v["offsets"]):
+        if (type(entry) is not list or len(entry) != 3 or type(entry[0]) is not str
+                or type(entry[1]) is not int or type(entry[2]) is not int):
+            return _expect(f"value.offsets[{n}]", entry, "a [topic, partition, offset] triple")
     return None
 
 
@@ -637,6 +670,8 @@ _VALUE_CHECKS = {
     ("poll", "ok"): _check_poll_ok,
     ("assign", "invoke"): _check_assign,
     ("assign", "ok"): _check_assign,
+    ("commit", "invoke"): _check_commit,
+    ("commit", "ok"): _check_commit,
 }
 
 

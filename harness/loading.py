@@ -7,6 +7,11 @@ Grouping rules (DESIGN.md §3.2-3.3, checkers/partition.py):
   partition its process was assigned to (by its latest assign) — with the
   records of that partition only, possibly none;
 - assign, subscribe and crash of a process are resets in every partition;
+- a `commit` of a consumer group member is a `Commit` in each partition it names; an assign
+  of a group member (its value names the `group`, `from` its committed offsets) is a `Resume`
+  in each partition it was given, asked for as early as the invoke of the member's latest
+  operation before it that is not an assign (the poll whose rebalance callback asked; the
+  assigns of one rebalance follow it in a burst) (checkers/partition.py);
 - sends and polls are in invoke order, the final read and replica logs in file order;
 - final read completeness: a `read-state` with `complete:false` -> incomplete;
   reads but no read-state -> complete; a partition with neither -> its final read
@@ -41,6 +46,7 @@ from harness.fast_history import read_grouped
 from harness.final_log import FINAL_FILE, FinalLog, read_final
 from harness.forked import Forked, can_fork
 from harness.history import HISTORY_FILE, HistoryCounts, HistoryReader, Operation
+from harness.loading_groups import commits_of, resumes_of
 
 TEST_FILE = "test.json"
 RUN_DIR_HELP = (f"a run directory holds {HISTORY_FILE} (the operations), {FINAL_FILE} (the final "
@@ -323,6 +329,7 @@ def group_operations(operations: Iterable[Operation]
     partitions: dict[PartitionKey, PartitionHistory] = {}
     resets: list[Reset] = []
     assigned: dict[int, tuple[PartitionKey, ...]] = {}  # process -> partitions of its latest assign
+    previous: dict[int, int] = {}  # process -> the invoke index of its latest op but assigns
     outcomes = {"ok": "ok", "fail": "fail", "info": "info"}  # one shared str per outcome
 
     def partition(key: PartitionKey) -> PartitionHistory:
@@ -361,16 +368,30 @@ def group_operations(operations: Iterable[Operation]
         elif f in RESET_FS:
             resets.append(Reset(process, op.invoke_index, op.invoke_time, f))
             if f == "assign" and op.type != "fail":
-                keys = tuple((t, p) for t, p in op.invoke_value["partitions"])
+                v = op.invoke_value
+                keys = tuple((t, p) for t, p in v["partitions"])
                 assigned[process] = keys
                 for key in keys:
                     partition(key)
+                for key, resume in resumes_of(process, v.get("group"), v.get("from"), keys, op.invoke_index,
+                                              op.invoke_time, op.complete_index, op.complete_time,
+                                              previous.get(process, op.invoke_index)):
+                    partition(key).resumes.append(resume)
             elif f != "assign":
                 assigned.pop(process, None)  # unknown until the next assign
+        elif f == "commit":
+            v = op.invoke_value
+            for key, commit in commits_of(process, v["group"], v["offsets"], outcomes[op.type], op.invoke_index,
+                                          op.invoke_time, op.complete_index, op.complete_time):
+                partition(key).commits.append(commit)
+        if f != "assign":  # a burst of assigns after a poll was asked for during that poll
+            previous[process] = op.invoke_index
     by_index = attrgetter("invoke_index")
     for ph in partitions.values():
         ph.sends.sort(key=by_index)
         ph.polls.sort(key=by_index)
+        ph.commits.sort(key=by_index)
+        ph.resumes.sort(key=by_index)
     resets.sort(key=attrgetter("index"))
     return partitions, resets
 
@@ -441,7 +462,7 @@ def fresh_copy(ph: PartitionHistory) -> PartitionHistory:
                   None if p.complete_index is None else p.complete_index + 0,
                   None if p.complete_time is None else p.complete_time + 0,
                   copied(p.records), p.error) for p in ph.polls]
-    return PartitionHistory(ph.topic, ph.partition, sends, polls, ph.resets,
+    return PartitionHistory(ph.topic, ph.partition, sends, polls, ph.resets, ph.commits, ph.resumes,
                             None if final is None else list(final),
                             ph.final_complete, ph.replicas, ph.replica_states)
 

@@ -22,6 +22,11 @@ A workload is anything with `processes`, `pending` (ops in flight),
 (workloads/producer.py, workloads/consumer.py); it calls `done(process, type)`
 once per `begin`, when that process is free again.
 
+Client crashes (`crash_interval`, Jepsen's `--crash-clients`): on a timeline of their own
+(gaps uniform in [0, 2·interval), seeded), a free process of a lane whose workload can crash
+its client (`crash(process, done)`) is drawn and its client crashed instead of its next
+operation; the crash is an operation of that lane (a `crash` op, `info`).
+
 Process ids (`plan_processes`): producers 0..c-1 for concurrency c; consumers
 from the first multiple of 1000 at or above c (1000, 1001, ... for c <= 1000),
 so the two never meet and a consumer is recognisable in a history.
@@ -138,7 +143,7 @@ class Scheduler:
 
     def __init__(self, lanes: Sequence[Lane], *, stagger: bool = True, seed: int = 0,
                  stop: threading.Event | None = None, clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], object] | None = None) -> None:
+                 sleep: Callable[[float], object] | None = None, crash_interval: float | None = None) -> None:
         if not lanes:
             raise ValueError("the scheduler needs at least one lane (a workload and its rate)")
         ids = [p for lane in lanes for p in lane.workload.processes]
@@ -155,7 +160,13 @@ class Scheduler:
         self._stopped_at: float | None = None
         self._window = (0.0, 0)  # (time, completions) at the start of the rate window
         self._ops_per_s = 0.0
-
+        if crash_interval is not None and not (isinstance(crash_interval, (int, float)) and crash_interval > 0
+                                               and math.isfinite(crash_interval)):
+            raise ValueError(f"crash_interval = {crash_interval!r}: give seconds > 0, or None for no crashes")
+        self._crash_interval = crash_interval
+        self._crash_rng = random.Random(f"{seed}/crashes")
+        self._next_crash = math.inf
+        self.crashes = 0  # clients crashed
     def _gap(self, rate: float | None, stagger: bool) -> Callable[[], float]:
         if rate is None:
             return lambda: 0.0
@@ -176,10 +187,14 @@ class Scheduler:
         lanes = self._lanes
         for state in lanes:
             state.next_due = now
+        if self._crash_interval is not None and self._next_crash == math.inf:
+            self._next_crash = now + self._crash_rng.uniform(0, 2 * self._crash_interval)
         while not self._stop.is_set():
             now = clock()
             if now >= end:
                 break
+            if now >= self._next_crash:
+                self._crash(now)
             for state in lanes:
                 self._issue(state, now)
             self._measure(now)
@@ -202,9 +217,24 @@ class Scheduler:
             state.invoked += 1
             begin(free.popleft(), done)
 
+    def _crash(self, now: float) -> None:
+        """Crash the client of a free process of a lane that can (none free: tried again
+        MAX_WAIT_S later, so that waiting for one never spins)."""
+        candidates = [(state, p) for state in self._lanes if hasattr(state.lane.workload, "crash")
+                      for p in state.free]
+        if not candidates:
+            self._next_crash = now + MAX_WAIT_S
+            return
+        state, process = self._crash_rng.choice(candidates)
+        state.free.remove(process)
+        state.invoked += 1
+        self.crashes += 1
+        self._next_crash = now + self._crash_rng.uniform(0, 2 * self._crash_interval)
+        state.lane.workload.crash(process, state.done)
+
     def _next_wake(self, now: float) -> float:
         due = [s.next_due for s in self._lanes if s.free]
-        return min(min(due, default=math.inf), now + MAX_WAIT_S)
+        return min(min(due, default=math.inf), self._next_crash, now + MAX_WAIT_S)
 
     def _wait(self, timeout: float) -> None:
         """Serve the workloads with operations in flight for up to `timeout` seconds."""
@@ -227,6 +257,16 @@ class Scheduler:
 
     def _completed(self) -> int:
         return sum(sum(s.counts.values()) for s in self._lanes)
+
+    @property
+    def stopped(self) -> bool:
+        """Whether `stop()` was called (`run` returns at once then)."""
+        return self._stop.is_set()
+
+    def stop_crashes(self) -> None:
+        """No more client crashes (the recovery after the final heal)."""
+        self._crash_interval = None
+        self._next_crash = math.inf
 
     def stop(self) -> None:
         """End `run` soon (within MAX_WAIT_S and the operation being issued); any thread."""

@@ -32,9 +32,11 @@ def partition_name(topic: str, partition: int) -> str:
 
 
 def build_results(run: LoadedRun, reports: list[PartitionReport], verdict: Verdict,
-                  seconds: float, linear_files: dict[str, str]) -> dict[str, Any]:
+                  seconds: float, linear_files: dict[str, str],
+                  liveness_section: dict[str, Any] | None = None) -> dict[str, Any]:
     """The results.json document. `linear_files`: partition name -> path of its
-    counterexample page, relative to the run directory."""
+    counterexample page, relative to the run directory; `liveness_section`: the liveness
+    section if made already (harness/liveness.py), else made here."""
     counts: dict[str, int] = defaultdict(int)
     examples: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for report in reports:
@@ -61,7 +63,7 @@ def build_results(run: LoadedRun, reports: list[PartitionReport], verdict: Verdi
         "invalid_anomalies": sorted(run.invalid_anomalies),
         "errors": run.errors,
         "warnings": run.warnings,
-        "liveness": liveness(run.run_dir, run.test),
+        "liveness": liveness_section if liveness_section is not None else liveness(run.run_dir, run.test),
         "linearizability": {
             partition_name(r.topic, r.partition): {
                 "linearizable": r.linearizable,

@@ -8,6 +8,10 @@ from clusters.cluster import Cluster
 from clusters.errors import ClusterConfigError
 from nemesis.faults import Fault, KillFault, PartitionFault, PauseFault, PowerCutFault
 from nemesis.fast_leader_change import FastLeaderChange
+from nemesis.netem import NetemOptions
+from nemesis.network_faults import ClientPartitionFault, NetemFault
+from nemesis.reassign import ReassignFault
+from nemesis.restarts import RestartFault, RollingRestart
 from nemesis.scenarios import LeaderBounce, Zombie
 from nemesis.spec import FaultSpec
 from nemesis.targets import least_brokers
@@ -15,7 +19,11 @@ from nemesis.targets import least_brokers
 FAULT_CLASSES: dict[str, type[Fault]] = {
     "partition": PartitionFault, "pause": PauseFault, "kill": KillFault, "power-cut": PowerCutFault,
     "leader-bounce": LeaderBounce, "zombie": Zombie, "fast-leader-change": FastLeaderChange,
+    "client-partition": ClientPartitionFault, "netem": NetemFault, "restart": RestartFault,
+    "rolling-restart": RollingRestart, "reassign": ReassignFault,
 }
+# What a target needs of the system (System.cannot names why it cannot).
+TARGET_FEATURES = {"group-coordinator": "group-coordinator"}
 LEAST_BROKERS = {("partition", "minority"): 3, ("partition", "bridge"): 3, ("partition", "majorities-ring"): 3}
 POWER_CUT_FIX = ("start the cluster so that kill -9 loses unflushed writes: for the own system the flush mode "
                  "lazy (`fencepost cluster up --flush lazy`, or system option flush = \"lazy\")")
@@ -25,14 +33,35 @@ def new_fault(spec: FaultSpec) -> Fault:
     return FAULT_CLASSES[spec.name](spec)
 
 
-def check_fault(spec: FaultSpec, cluster: Cluster) -> None:
-    """ClusterConfigError saying what to change when this cluster cannot take `spec`."""
+def check_fault(spec: FaultSpec, cluster: Cluster, netem: dict | None = None) -> None:
+    """ClusterConfigError saying what to change when this cluster cannot take `spec` (`netem`: the
+    netem fault's settings, checked too)."""
     if spec.kind.cuts_network and not cluster.supports_partitions:
         try:
             cluster.partition({})  # raises the backend's own explanation
         except ClusterConfigError as e:
             raise ClusterConfigError(f"fault {spec}: {e}") from None
         raise ClusterConfigError(f"fault {spec}: the {cluster.spec.backend} backend cannot make partitions")
+    if spec.name == "client-partition" and cluster.client_address is None:
+        raise ClusterConfigError(f"fault {spec}: the {cluster.spec.backend} backend cannot tell where the "
+                                 "harness's clients come from, so it cannot cut a broker off from them: use the "
+                                 "netns backend (or docker)")
+    if spec.kind.shapes_traffic:
+        if not cluster.supports_shaping:
+            raise ClusterConfigError(f"fault {spec}: the {cluster.spec.backend} backend cannot shape a node's "
+                                     "packets (tc netem in the node's own network namespace): use the netns "
+                                     "backend as root, or docker")
+        NetemOptions.from_mapping(netem)
+        why = cluster.shaping_unavailable()
+        if why:
+            raise ClusterConfigError(f"fault {spec}: {why}")
+    for feature in (TARGET_FEATURES.get(spec.target), "reassign" if spec.name == "reassign" else None):
+        why = cluster.system.cannot(feature) if feature else None
+        if why:
+            raise ClusterConfigError(f"fault {spec}: {why}")
+    if spec.name == "reassign" and len(cluster.broker_nodes) < 2:
+        raise ClusterConfigError(f"fault {spec} needs at least 2 brokers to move replicas between; cluster "
+                                 f"{cluster.name} has {len(cluster.broker_nodes)}")
     if spec.name == "power-cut" and not cluster.system.loses_unflushed_writes_on_kill():
         raise ClusterConfigError(f"fault {spec}: a kill -9 of this {cluster.system.name} cluster loses no "
                                  f"unflushed write, so it would be a plain kill; {POWER_CUT_FIX}")

@@ -14,6 +14,7 @@ from clusters.systems.base import PartitionView
 from nemesis.recording import NemesisRecorder
 
 DEFAULT_TOPIC = "fp"
+DEFAULT_GROUP = "fencepost"  # the consumer group of the run's subscribed consumers (workloads/consumer.py)
 DEFAULT_TIMEOUT_S = 30.0
 # How long a fault aimed at `leader` waits for the partition to have one: about an
 # election after a session timeout. The schedule's steps run one at a time, so a longer
@@ -30,6 +31,8 @@ class NemesisContext:
     topic: str = DEFAULT_TOPIC
     partition: int | None = None  # the partition `leader` targets and scenarios use; None: drawn each time
     timeout: float = DEFAULT_TIMEOUT_S  # the bound on each wait for the cluster (election, ISR, restart)
+    group: str = DEFAULT_GROUP  # the consumer group whose coordinator `group-coordinator` targets
+    netem: dict = field(default_factory=dict)  # the netem fault's settings (nemesis/netem.py), as given
 
     def choose_partition(self, wanted: int | None = None) -> int:
         """`wanted`, else the context's partition, else one drawn from the RNG; checked against the topic."""

@@ -14,7 +14,12 @@ with what was done):
 | kill | `kill` {target, nodes} — kill -9 | `start` {nodes} — the node's processes started again |
 | power-cut | `power-cut` {target, nodes} — kill -9 of a node that loses unflushed writes | `start` {nodes} |
 
-With target `leader` the values also name the topic, partition and leader.
+With a role target (`leader`, `follower`, `active-controller`, `group-coordinator`:
+nemesis/roles.py) the values also say what the role resolved to (for `leader`: the topic,
+partition and leader).
+
+The faults added since (client-partition, netem: nemesis/network_faults.py; restart,
+rolling-restart: nemesis/restarts.py; reassign: nemesis/reassign.py) are built the same way.
 """
 from __future__ import annotations
 
@@ -24,7 +29,8 @@ from typing import Any
 from nemesis.context import NemesisContext
 from nemesis.grudges import Grudge, grudge_for, grudge_json
 from nemesis.recording import recorded
-from nemesis.spec import FaultSpec
+from nemesis.roles import resolve_role
+from nemesis.spec import ROLE_TARGETS, FaultSpec
 from nemesis.targets import pick_nodes
 
 
@@ -48,16 +54,13 @@ class Fault(ABC):
     def active(self) -> bool:
         """Whether there is something for stop() to undo."""
 
-    def _leader_of_partition(self, ctx: NemesisContext) -> tuple[str | None, dict[str, Any]]:
-        """The leader a `leader` target hits and what the op records of it; None (recorded as
-        `"leader": null` with why) when the partition has none within a short wait: the fault
-        then does nothing, and the schedule goes on."""
-        partition = ctx.choose_partition()
-        leader = ctx.leader_if_any(partition)
-        about: dict[str, Any] = {"topic": ctx.topic, "partition": partition, "leader": leader}
-        if leader is None:
-            about["skipped"] = f"{ctx.topic}-{partition} had no leader within {ctx.leader_wait:g}s"
-        return leader, about
+    def _role_node(self, ctx: NemesisContext) -> tuple[str | None, dict[str, Any]]:
+        """The node a role target (`leader`, `follower`, ...) hits and what the op records of it;
+        (None, {}) for other targets. None with `"skipped"` recorded when the role has no node
+        within a short wait: the fault then does nothing, and the schedule goes on."""
+        if self.spec.target not in ROLE_TARGETS:
+            return None, {}
+        return resolve_role(ctx, self.spec.target)
 
 
 class PartitionFault(Fault):
@@ -72,7 +75,7 @@ class PartitionFault(Fault):
     def start(self, ctx: NemesisContext) -> None:
         target = self.spec.target
         with recorded(ctx.recorder, "start-partition", {"target": target}) as op:
-            leader, about = self._leader_of_partition(ctx) if target == "leader" else (None, {})
+            leader, about = self._role_node(ctx)
             if "skipped" in about:
                 op.value = self.done = {"target": target, **about}
                 return
@@ -105,13 +108,13 @@ class ProcessFault(Fault):
     def start(self, ctx: NemesisContext) -> None:
         target = self.spec.target
         with recorded(ctx.recorder, self.start_f, {"target": target}) as op:
-            leader, about = self._leader_of_partition(ctx) if target == "leader" else (None, {})
+            leader, about = self._role_node(ctx)
             if "skipped" in about:
                 op.value = self.done = {"target": target, **about, "nodes": []}
                 return
             cluster = ctx.cluster
             self.nodes = pick_nodes(target, cluster.broker_nodes, cluster.control_nodes, ctx.rng, leader)
-            op.value = self.done = {"target": target, **about, "nodes": self.nodes}
+            op.value = self.done = {"target": target, **about, "nodes": self.nodes, **self.settings(ctx)}
             for node in self.nodes:
                 self.apply(ctx, node)
 
@@ -124,6 +127,10 @@ class ProcessFault(Fault):
             for node in order:
                 self.undo(ctx, node)
         self.nodes = []
+
+    def settings(self, ctx: NemesisContext) -> dict[str, Any]:
+        """What the start's info records beside the nodes (the netem fault: its settings)."""
+        return {}
 
     @abstractmethod
     def apply(self, ctx: NemesisContext, node: str) -> None: ...

@@ -15,7 +15,7 @@ or KRaft voters later) is only ever cut off when a target names it:
 | `majority` | a random majority of the brokers (n//2+1) alone; the rest with the control plane |
 | `bridge` | brokers shuffled and halved (floor(n/2) | the rest, n >= 3); the first broker of the second half is the bridge, in both components; the control plane is with the second half |
 | `majorities-ring` | no components: brokers in a random ring, each sees the brokers within ring distance r (the least r with 2r+1 >= a majority); with 3 brokers a line (one link cut); the control plane sees everyone |
-| `leader` | the given node (a partition's leader) alone; everyone else together |
+| `leader`, `follower`, `active-controller`, `group-coordinator` | the given node (resolved by its role: nemesis/roles.py) alone; everyone else together |
 | `controller` | the control plane alone; all brokers together |
 
 So `one`, `minority`, `majority` and `leader` name the group that is cut off,
@@ -27,6 +27,7 @@ import random
 from typing import Collection, Iterable, Mapping, Sequence
 
 from clusters.errors import ClusterConfigError
+from nemesis.spec import ROLE_TARGETS
 
 Grudge = dict[str, frozenset[str]]
 
@@ -70,9 +71,9 @@ def components_for(target: str, brokers: Sequence[str], control: Sequence[str], 
         half = len(order) // 2
         first, second = order[:half], order[half:]
         return [frozenset(first) | {second[0]}, frozenset(second) | frozenset(control)]
-    if target == "leader":
+    if target in ROLE_TARGETS:  # `leader`: the node the role resolved to
         if leader is None or leader not in everyone:
-            raise ClusterConfigError(f"partition:leader needs the leader's node; got {leader!r}, "
+            raise ClusterConfigError(f"partition:{target} needs the node of that role; got {leader!r}, "
                                      f"nodes are {', '.join(sorted(everyone))}")
         return [frozenset({leader}), everyone - {leader}]
     if target == "controller":
@@ -110,6 +111,12 @@ def grudge_for(target: str, brokers: Sequence[str], control: Sequence[str], rng:
     if target == "majorities-ring":
         return majorities_ring(sorted(brokers), rng)
     return complete_grudge(components_for(target, brokers, control, rng, leader))
+
+
+def from_clients(node: str, clients: str) -> Grudge:
+    """`node` drops the harness's clients (the peer `clients` stands for them); nothing else is cut.
+    One-sided: the clients are no node of the cluster and have no rules of their own."""
+    return {node: frozenset({clients})}
 
 
 def isolate_from(node: str, peers: Iterable[str]) -> Grudge:

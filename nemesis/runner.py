@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from clusters.cluster import Cluster
 from clusters.errors import ClusterConfigError, HostError
 from nemesis.catalog import check_fault, new_fault
-from nemesis.context import DEFAULT_TIMEOUT_S, DEFAULT_TOPIC, NemesisContext
+from nemesis.context import DEFAULT_GROUP, DEFAULT_TIMEOUT_S, DEFAULT_TOPIC, NemesisContext
 from nemesis.faults import Fault
 from nemesis.recording import NemesisRecorder, recorded
 from nemesis.schedule import Schedule, Step
@@ -43,16 +43,20 @@ class RunSummary:
 class Nemesis:
     def __init__(self, cluster: Cluster, schedule: Schedule, recorder: NemesisRecorder, *, seed: int = 0,
                  topic: str = DEFAULT_TOPIC, partition: int | None = None,
-                 timeout: float = DEFAULT_TIMEOUT_S) -> None:
+                 timeout: float = DEFAULT_TIMEOUT_S, group: str = DEFAULT_GROUP,
+                 netem: dict | None = None) -> None:
         """Checks every fault of the schedule against the cluster: ClusterConfigError before anything runs
-        (targets a random schedule would draw and this cluster cannot take are left out first)."""
-        schedule = schedule.fitted(lambda spec: can_take(spec, cluster))
+        (targets a random schedule would draw and this cluster cannot take are left out first).
+        `group`: the consumer group `group-coordinator` targets; `netem`: the netem fault's settings."""
+        netem = dict(netem or {})
+        schedule = schedule.fitted(lambda spec: can_take(spec, cluster, netem))
         for spec in schedule.faults:
-            check_fault(spec, cluster)
+            check_fault(spec, cluster, netem)
         self.cluster = cluster
         self.schedule = schedule
         self.seed = seed
-        self.ctx = NemesisContext(cluster, recorder, random.Random(f"{seed}/faults"), topic, partition, timeout)
+        self.ctx = NemesisContext(cluster, recorder, random.Random(f"{seed}/faults"), topic, partition, timeout,
+                                  group, netem)
         self.active: list[Fault] = []
         self.summary = RunSummary()
         self._stop = threading.Event()
@@ -141,9 +145,9 @@ class Nemesis:
         return done
 
 
-def can_take(spec: FaultSpec, cluster: Cluster) -> bool:
+def can_take(spec: FaultSpec, cluster: Cluster, netem: dict | None = None) -> bool:
     try:
-        check_fault(spec, cluster)
+        check_fault(spec, cluster, netem)
     except ClusterConfigError:
         return False
     return True
@@ -151,7 +155,8 @@ def can_take(spec: FaultSpec, cluster: Cluster) -> bool:
 
 def start_fault(cluster: Cluster, fault: str | FaultSpec, recorder: NemesisRecorder, *,
                 target: str | None = None, seed: int | None = None, topic: str = DEFAULT_TOPIC,
-                partition: int | None = None, timeout: float = DEFAULT_TIMEOUT_S) -> Fault:
+                partition: int | None = None, timeout: float = DEFAULT_TIMEOUT_S, group: str = DEFAULT_GROUP,
+                netem: dict | None = None) -> Fault:
     """One fault started and left active (a scenario: run to its end), for `fencepost nemesis start`.
 
     `fault` is `NAME[:TARGET]` (or `target` gives the target); `seed` None draws nodes at random.
@@ -162,9 +167,9 @@ def start_fault(cluster: Cluster, fault: str | FaultSpec, recorder: NemesisRecor
     spec = fault if isinstance(fault, FaultSpec) else parse_fault(fault)
     if target is not None:
         spec = parse_fault(f"{spec.name}:{target}")
-    check_fault(spec, cluster)
+    check_fault(spec, cluster, netem)
     rng = random.Random(seed) if seed is not None else random.Random()
-    ctx = NemesisContext(cluster, recorder, rng, topic, partition, timeout)
+    ctx = NemesisContext(cluster, recorder, rng, topic, partition, timeout, group, dict(netem or {}))
     started = new_fault(spec)
     started.start(ctx)
     return started

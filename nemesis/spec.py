@@ -1,10 +1,14 @@
 """Fault names, their targets, and the fault spec syntax `kill,pause,partition:majorities-ring`.
 
 A spec string is a comma-separated list of `FAULT[:TARGET]`. Without a target a
-fault takes its default (`one` for partition, pause, kill and power-cut; a random
-partition of the topic for the scenarios, whose target is a partition number) —
+fault takes its default (`one` for partition, pause, kill, power-cut, netem and
+restart; `leader` for client-partition; `all` for rolling-restart; a random partition
+of the topic for the scenarios and reassign, whose target is a partition number) —
 except in the random schedule, which draws the target of such a fault anew at each
 start (`DRAWN_TARGETS`).
+
+Role targets (`ROLE_TARGETS`: leader, follower, active-controller, group-coordinator)
+name one node by what it does, resolved when the fault starts (nemesis/roles.py).
 Parsing is pure and checks names only; whether a cluster can take a fault
 (partitions on this backend, flush=lazy for power-cut, enough brokers) is
 `nemesis.catalog.check_fault`.
@@ -15,15 +19,25 @@ from dataclasses import dataclass, field
 
 from clusters.errors import ClusterConfigError
 
-# Every target names who is hit; the control plane is never hit unless named (`controller`).
-PARTITION_TARGETS = ("one", "minority", "majority", "majorities-ring", "bridge", "leader", "controller")
-PROCESS_TARGETS = ("one", "minority", "majority", "all", "leader", "controller")
+# Every target names who is hit; the control plane is never hit unless named (`controller`,
+# `active-controller`).
+ROLE_TARGETS = ("leader", "follower", "active-controller", "group-coordinator")
+PARTITION_TARGETS = ("one", "minority", "majority", "majorities-ring", "bridge", "leader", "controller",
+                     "follower", "active-controller", "group-coordinator")
+PROCESS_TARGETS = ("one", "minority", "majority", "all", "leader", "controller",
+                   "follower", "active-controller", "group-coordinator")
+# Cut off from the harness's clients: one broker, never the control plane.
+CLIENT_PARTITION_TARGETS = ("leader", "one", "follower", "group-coordinator")
+NETEM_TARGETS = ("one", "minority", "majority", "all", "leader", "follower")
+ROLLING_TARGETS = ("all",)
 # What the random schedule draws from, at each start, for a fault named without a target
 # (Jepsen's combined nemesis does the same); never the control plane.
 DRAWN_PROCESS_TARGETS = ("one", "minority", "majority", "all", "leader")
 DRAWN_TARGETS = {
     "partition": ("one", "minority", "majority", "majorities-ring", "bridge", "leader"),
     "pause": DRAWN_PROCESS_TARGETS, "kill": DRAWN_PROCESS_TARGETS, "power-cut": DRAWN_PROCESS_TARGETS,
+    "client-partition": ("leader", "one"), "netem": ("one", "minority", "all"),
+    "restart": DRAWN_PROCESS_TARGETS,
 }
 RANDOM_PARTITION = "random"  # a scenario's default: a partition of the topic drawn from the seeded RNG
 
@@ -31,12 +45,14 @@ RANDOM_PARTITION = "random"  # a scenario's default: a partition of the topic dr
 @dataclass(frozen=True)
 class FaultKind:
     name: str
-    targets: tuple[str, ...]  # empty for scenarios: their target is a partition number
+    targets: tuple[str, ...]  # empty where the target is a partition number
     default_target: str
     scenario: bool  # runs its steps to the end when started; nothing stays active
     what: str
     cuts_network: bool = False  # needs a backend that can make partitions
     least_brokers: int = 1  # whatever the target (a target may need more: `catalog.check_fault`)
+    partition_target: bool = False  # the target is a partition number of the topic (or `random`)
+    shapes_traffic: bool = False  # needs a backend that can shape a node's packets (tc netem)
 
 
 FAULT_KINDS: dict[str, FaultKind] = {k.name: k for k in (
@@ -48,13 +64,27 @@ FAULT_KINDS: dict[str, FaultKind] = {k.name: k for k in (
               "kill -9 losing unflushed writes (own broker flush=lazy); heal: start them again"),
     FaultKind("leader-bounce", (), RANDOM_PARTITION, True,
               "KIP-101 scenario 1: pause the leader, kill -9 and restart a follower, kill the leader, "
-              "wait for the election, restart the old leader", least_brokers=2),
+              "wait for the election, restart the old leader", least_brokers=2, partition_target=True),
     FaultKind("zombie", (), RANDOM_PARTITION, True,
               "KAFKA-6880: cut a follower off from the control plane only, move leadership twice, heal",
-              cuts_network=True, least_brokers=3),
+              cuts_network=True, least_brokers=3, partition_target=True),
     FaultKind("fast-leader-change", (), RANDOM_PARTITION, True,
               "KAFKA-6361: cut the next leader off from the leader, kill the leader, then the next one "
-              "before the third replica refetches; heal, restart both", cuts_network=True, least_brokers=3),
+              "before the third replica refetches; heal, restart both", cuts_network=True, least_brokers=3,
+              partition_target=True),
+    FaultKind("client-partition", CLIENT_PARTITION_TARGETS, "leader", False,
+              "cut one broker off from the harness's clients (producers, consumers) while the brokers "
+              "still see each other (iptables DROP of the clients' address)", cuts_network=True),
+    FaultKind("netem", NETEM_TARGETS, "one", False,
+              "degrade the node's outgoing packets (tc netem: delay with jitter, loss, duplication, "
+              "reordering); heal: remove the qdisc", shapes_traffic=True),
+    FaultKind("restart", PROCESS_TARGETS, "one", True,
+              "a clean restart: SIGTERM (controlled shutdown), then start the node again"),
+    FaultKind("rolling-restart", ROLLING_TARGETS, "all", True,
+              "every broker in turn: a clean restart, then wait until it is back in every ISR"),
+    FaultKind("reassign", (), RANDOM_PARTITION, False,
+              "move a partition's replicas to other brokers (the admin API, or ZooKeeper before 2.4); "
+              "heal: move them back", partition_target=True),
 )}
 
 
@@ -88,8 +118,8 @@ def parse_fault(text: str, context: str | None = None) -> FaultSpec:
     if kind is None:
         raise ClusterConfigError(f"unknown fault {name!r}{where}: choose from {', '.join(FAULT_KINDS)}")
     if not colon:
-        return FaultSpec(name, kind.default_target, drawn=not kind.scenario)
-    if kind.scenario:
+        return FaultSpec(name, kind.default_target, drawn=not kind.partition_target and name in DRAWN_TARGETS)
+    if kind.partition_target:
         if target != RANDOM_PARTITION and not (target.isdigit() and target.isascii()):
             raise ClusterConfigError(f"{name}:{target}{where}: the target of {name} is a partition number "
                                      f"of the topic (e.g. {name}:0), or {RANDOM_PARTITION}")

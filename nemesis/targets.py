@@ -6,7 +6,7 @@
 | `minority` | a random (n-1)//2 of the n brokers (n >= 3) |
 | `majority` | a random n//2+1 of the brokers |
 | `all` | every broker (not the control plane) |
-| `leader` | the given node: the current leader of a partition of the topic |
+| `leader`, `follower`, `active-controller`, `group-coordinator` | the given node: the one of that role now (nemesis/roles.py) |
 | `controller` | the control-plane nodes |
 
 Random picks come from the `random.Random` given, over the sorted broker list,
@@ -19,6 +19,7 @@ from typing import Sequence
 
 from clusters.errors import ClusterConfigError
 from nemesis.grudges import majority_size, minority_size, shuffled
+from nemesis.spec import ROLE_TARGETS
 
 
 def least_brokers(target: str) -> int:
@@ -36,9 +37,9 @@ def pick_nodes(target: str, brokers: Sequence[str], control: Sequence[str], rng:
         return sorted(shuffled(brokers, rng)[:size])
     if target == "all":
         return sorted(brokers)
-    if target == "leader":
+    if target in ROLE_TARGETS:  # `leader`: the node the role resolved to
         if leader is None:
-            raise ClusterConfigError("target leader needs the leader's node")
+            raise ClusterConfigError(f"target {target} needs the node of that role")
         return [leader]
     if target == "controller":
         if not control:

@@ -10,6 +10,7 @@ asserts on elapsed time.
 from __future__ import annotations
 
 import json
+import os
 import posixpath
 import time
 import uuid
@@ -329,9 +330,13 @@ def check_no_partitions(host: Host) -> None:
 
 def free_subnet(first: int, last: int) -> str:
     """A /24 in 10.77.<first..last> that nothing on this machine routes (each test module keeps to
-    its own range, since tests run beside other clusters)."""
+    its own range, since tests run beside other clusters). FENCEPOST_TEST_SUBNETS=A-B puts every
+    module in 10.77.<A..B> instead (people sharing a machine each keep to their own)."""
     from clusters.hosts import netns_network
 
+    override = os.environ.get("FENCEPOST_TEST_SUBNETS")
+    if override:
+        first, last = (int(part) for part in override.split("-", 1))
     for third in range(first, last + 1):
         candidate = f"10.77.{third}.0/24"
         if not netns_network.subnet_users(candidate):

@@ -24,7 +24,7 @@ from tests.synth.plant import PLANTERS, CannotPlant, plant
 
 @pytest.fixture(scope="module")
 def base_run():
-    return generate(GenConfig(seed=11, lines=1_200, idempotent=True, dangling=True))
+    return generate(GenConfig(seed=11, lines=1_200, idempotent=True, dangling=True, group=True))
 
 
 @pytest.mark.parametrize("name", sorted(PLANTERS))

@@ -264,7 +264,12 @@ out_of_range = {
     "producer.request_timeout_ms": st.one_of(st.integers(max_value=0), st.integers(900_001)),
     "producer.partition_choice": junk_text.filter(lambda t: t not in ("round-robin", "random", "key")),
     "consumer.processes": st.one_of(st.integers(max_value=-1), st.integers(MAX_PROCESSES + 1)),
-    "consumer.mode": junk_text.filter(lambda t: t not in ("assign", "subscribe")),
+    "consumer.mode": junk_text.filter(lambda t: t not in ("assign", "subscribe", "mixed")),
+    "consumer.group": st.sampled_from(["", "tab\there", "x" * 250]),
+    "consumer.subscribe_p": st.one_of(st.floats(max_value=-0.001), st.floats(min_value=1.001), st.just(math.nan)),
+    "consumer.commit_interval": st.one_of(st.floats(max_value=-0.001), st.just(math.nan), st.just(math.inf)),
+    "clients.producer": junk_text.filter(lambda t: t not in ("shared", "per-process", "")),
+    "clients.crash_interval": st.one_of(st.floats(max_value=-0.001), st.just(math.nan), st.just(math.inf)),
     **{f"timeouts.{phase}": bad_seconds() for phase in ("setup", "heal", "quiesce", "final_read", "teardown")},
 }
 

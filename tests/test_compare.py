@@ -136,8 +136,10 @@ def test_compare_of_the_seed_examples_per_truncation(tmp_path):
     with open(tmp_path / "out" / "compare.csv") as f:
         header, *table = list(csv.reader(f))
     # the columns of earlier releases first, in their order (users' scripts read them), new ones after
-    assert header == ["system", "truncation", "faults", "runs", "invalid", "unknown", "crashed", "invalid_rate",
-                      "ci_low", "ci_high", "anomalies", "p_value", "versus", "median_first_detection_s"]
+    assert header[:14] == ["system", "truncation", "faults", "runs", "invalid", "unknown", "crashed",
+                           "invalid_rate", "ci_low", "ci_high", "anomalies", "p_value", "versus",
+                           "median_first_detection_s"]
+    assert header[14:] == ["liveness_judged", "liveness_failed", "liveness_findings"]  # issue 27's, after
     assert list(CSV_COLUMNS) == header
     hw, kip101 = (dict(zip(header, line)) for line in table)
     assert (hw["p_value"], hw["versus"], kip101["p_value"], kip101["versus"]) == ("", "", "0.1", "own:hw")
@@ -152,7 +154,8 @@ def test_compare_prints_json_and_markdown(tmp_path):
     assert "compare.csv" in done.stderr
     assert list(hw) == ["system", "truncation", "faults", "runs", "judged", "invalid", "unknown", "crashed",
                         "invalid_rate", "ci_low", "ci_high", "p_value", "versus", "median_first_detection_s",
-                        "runs_by_anomaly", "anomaly_totals"]
+                        "runs_by_anomaly", "anomaly_totals", "liveness_judged", "liveness_failed",
+                        "runs_by_liveness"]
     assert [hw[k] for k in ("system", "truncation", "faults", "runs", "judged", "invalid", "invalid_rate")] == [
         "own", "hw", "none", 3, 3, 3, 1.0]
     assert (hw["ci_low"], hw["p_value"], hw["versus"]) == (pytest.approx(0.4385, abs=1e-4), pytest.approx(0.1),
@@ -222,3 +225,32 @@ def test_compare_of_nothing_says_what_it_wants(tmp_path):
         collect([tmp_path])
     with pytest.raises(BadInput, match="no such file"):
         collect([tmp_path / "missing"])
+
+
+def test_compare_counts_the_runs_that_failed_liveness_by_finding(tmp_path):
+    from harness.compare.collect import liveness_of
+    from harness.compare.formats import liveness_cell, to_json
+    from harness.compare.table import rows
+
+    def run(name: str, liveness: dict | None) -> Path:
+        run_dir = tmp_path / name
+        run_dir.mkdir()
+        (run_dir / "history.jsonl").write_text("")
+        (run_dir / "test.json").write_text(json.dumps({"system": "own", "truncation": "hw"}))
+        results = {"valid": True, "anomaly_counts": {}}
+        if liveness is not None:
+            results["liveness"] = liveness
+        (run_dir / "results.json").write_text(json.dumps(results))
+        return run_dir
+
+    run("a", {"verdict": "failed", "findings": 3, "kinds": {"unavailable": 2, "no-recovery": 1,
+                                                            "fatal-marker": 0, "stuck-consumer": 0}})
+    run("b", {"verdict": "ok", "findings": 0, "kinds": {"unavailable": 0}})
+    run("c", {"findings": 1, "fatal_markers": [{}], "failed_partitions": []})  # written before the verdict
+    run("d", None)  # checked before there was a liveness section
+    (row,) = rows(collect([tmp_path]))
+    assert (row.runs, row.liveness_judged, row.liveness_failed) == (4, 3, 2)
+    assert row.runs_by_liveness == {"unavailable": 1, "no-recovery": 1, "fatal-marker": 1}
+    assert liveness_cell(row) == "2 (fatal-marker 1, no-recovery 1, unavailable 1)"
+    assert json.loads(to_json([row]))[0]["liveness_failed"] == 2
+    assert liveness_of(None) == (None, {}) and liveness_of({"verdict": "ok", "kinds": {}}) == ("ok", {})

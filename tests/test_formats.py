@@ -33,7 +33,7 @@ from harness.history import CLIENT_FS, TYPES, HistoryReader
 from harness.loading import LINEAR_METHODS
 from harness.run.store import RUN_NAME
 from nemesis.catalog import FAULT_CLASSES
-from nemesis.faults import ProcessFault
+from nemesis.scenarios import Scenario
 from tests.synth.generate import GenConfig, generate
 from tests.synth.plant import PLANTERS, plant
 from tests.synth.run import SynthRun
@@ -44,9 +44,9 @@ FORMATS_DOC = ROOT / "docs" / "FORMATS.md"
 EXAMPLES = sorted(p for p in (ROOT / "examples").iterdir() if (p / "history.jsonl").is_file())
 HISTORY, FINAL, RESULTS = "history-line", "final-line", "results"
 FILES = {HISTORY: "history.jsonl", FINAL: "final.jsonl"}
-# What the nemesis records besides its faults' own start/stop names (nemesis/scenarios.py,
-# nemesis/runner.py): the scenarios' clean stop and waits, and the heal.
-NEMESIS_STEPS = {"stop", "await-leader", "await-isr", "heal"}
+# Every `f` the nemesis records is spelled where it records it: `recorded(recorder, "f", ...)`,
+# a scenario's `self._step(ctx, "f", ...)`, a process fault's start_f/stop_f, a scenario's name.
+RECORDED_LITERAL = re.compile(r'(?:recorded\([\w.]+|_step\(ctx), "([a-z][a-z-]*)"')
 
 # A messy synthetic run: failed, unknown and never-completed ops, duplicates from retries,
 # offset gaps, uncommitted tails, lagging and stale followers, consumer crashes.
@@ -98,11 +98,11 @@ def test_the_schema_enums_are_the_names_the_code_defines(schemas):
     history, final, results = schemas[HISTORY], schemas[FINAL], schemas[RESULTS]
     assert tuple(history["properties"]["type"]["enum"]) == TYPES
     assert tuple(history["$defs"]["client"]["properties"]["f"]["enum"]) == CLIENT_FS
-    recorded = set(NEMESIS_STEPS)
+    recorded = {f for source in (ROOT / "nemesis").glob("*.py") for f in RECORDED_LITERAL.findall(source.read_text())}
     for name, cls in FAULT_CLASSES.items():
-        recorded |= {cls.start_f, cls.stop_f} if issubclass(cls, ProcessFault) else {name}
-    recorded |= {"start-partition", "stop-partition"}  # the partition fault's actions
-    recorded -= {"partition"}
+        recorded |= {getattr(cls, "start_f", None), getattr(cls, "stop_f", None)} - {None}
+        if issubclass(cls, Scenario):
+            recorded.add(name)
     assert set(history["$defs"]["nemesis"]["properties"]["f"]["enum"]) == recorded
     assert {d["properties"]["kind"]["const"] for d in final["$defs"].values() if "kind" in d.get("properties", {})} \
         == set(KINDS)
@@ -152,7 +152,7 @@ def test_a_messy_synthetic_run_conforms(tmp_path, validators):
 
 @pytest.fixture(scope="module")
 def base_run() -> SynthRun:
-    return generate(GenConfig(seed=3, lines=1_500))
+    return generate(GenConfig(seed=3, lines=1_500, group=True))  # group: commits, for the commit-* planters
 
 
 @pytest.mark.parametrize("planter", sorted(PLANTERS))

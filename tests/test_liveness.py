@@ -59,6 +59,7 @@ def test_the_liveness_section_reads_every_node_log_of_a_run(tmp_path):
     (run / "nodes" / "n1" / "broker.log").write_text(ORDINARY + "\n")
     section = liveness(run, {"system": "kafka:0.10.2.2"})
     assert section["findings"] == 1 and section["failed_partitions"] == ["n3: fp-2"]
+    assert section["verdict"] == "failed" and section["kinds"]["fatal-marker"] == 1
     assert section["fatal_markers"][0] == {"node": "n3", "partition": "fp-2", "line": HALT_0_10, "halts": True,
                                            "log": "nodes/n3/broker.log"}
     before = check_run(run, write=False, out=None)
@@ -70,4 +71,6 @@ def test_the_liveness_section_reads_every_node_log_of_a_run(tmp_path):
 
 
 def test_a_run_without_node_logs_has_no_liveness_finding(tmp_path):
-    assert liveness(tmp_path, {}) == {"findings": 0, "fatal_markers": [], "failed_partitions": []}
+    section = liveness(tmp_path, {})
+    assert section["verdict"] == "ok" and section["findings"] == 0 and set(section["kinds"].values()) == {0}
+    assert section["fatal_markers"] == [] and section["failed_partitions"] == []

@@ -104,6 +104,24 @@ def test_valid_runs_load_the_same_with_and_without_the_c_reader(tmp_path, monkey
     assert native.final_present and not native.errors and not native.warnings
 
 
+def test_a_consumer_group_history_goes_to_the_python_readers_and_loads_as_the_exact_reader_loads_it(
+        tmp_path, monkeypatch):
+    """Commits and resumes (a group's) are built by the Python readers alone: the C reader hands
+    such a file over, and the fast path and the exact reader make the same commits and resumes."""
+    generate_to_dir(tmp_path, GenConfig(seed=12, lines=2000, consumers=3, group=True))
+    table, reason = native_load._native.read_history(str(tmp_path / "history.jsonl"))
+    assert table is None and ("consumer group" in reason or "client f" in reason), reason
+    native = load_run(tmp_path)
+    assert not native.fresh
+    assert sum(len(ph.commits) for ph in native.partitions.values()) > 20
+    assert sum(len(ph.resumes) for ph in native.partitions.values()) > 5
+    python_only(monkeypatch)
+    assert load_run(tmp_path).partitions == native.partitions
+    from harness import loading
+    monkeypatch.setattr(loading, "read_grouped", lambda path: None)  # the exact reader alone
+    assert load_run(tmp_path).partitions == native.partitions
+
+
 def test_a_lazy_load_builds_each_partition_as_an_eager_one_and_stubs_what_the_verdict_reads(tmp_path):
     generate_to_dir(tmp_path, GenConfig(seed=10, lines=1200, dangling=True))
     eager = load_run(tmp_path)

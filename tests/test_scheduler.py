@@ -60,7 +60,7 @@ class SimWorkload:
     def service(self, timeout: float) -> None:
         due = min((t for t, _ in self.in_flight.values()), default=None)
         if due is None or due > self.clock.now + timeout:
-            self.clock.now += timeout
+            self.clock.now += max(timeout, 1e-9)  # a wait of 1e-17 s would leave the float as it is
             return
         self.clock.now = max(self.clock.now, due)
         for process, (t, done) in sorted(self.in_flight.items(), key=lambda item: item[1][0]):
@@ -219,3 +219,51 @@ def test_ops_that_complete_at_once_at_an_unlimited_rate_still_end_at_the_time_li
     work.on_begin = lambda n: clock.sleep(0.001)  # each op takes a simulated millisecond
     snapshot = scheduler(clock, Lane(work, None)).run(2)
     assert 1990 <= snapshot.invoked <= 2010 and snapshot.ok == snapshot.invoked
+
+
+class CrashableWorkload(SimWorkload):
+    """A SimWorkload whose clients can be crashed: each crash is noted with the process."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.crashed: list[tuple[float, int]] = []
+
+    def crash(self, process, done) -> None:
+        assert process not in self.in_flight, f"process {process} crashed with an op in flight"
+        self.crashed.append((self.clock.now, process))
+        done(process, "info")
+
+
+def test_client_crashes_come_on_their_own_seeded_timeline_to_free_processes_only():
+    def run(seed: int) -> CrashableWorkload:
+        clock = SimClock()
+        work = CrashableWorkload(clock, range(5), latency=0.01)
+        plain = SimWorkload(clock, range(1000, 1002), latency=0.001, name="plain")  # cannot crash
+        sched = scheduler(clock, Lane(work, 200), Lane(plain, 20), seed=seed, crash_interval=2.0)
+        snapshot = sched.run(100)
+        assert sched.crashes == len(work.crashed) and snapshot.lanes[0].info == len(work.crashed)
+        return work
+
+    work = run(7)
+    # about one crash every 2 s (gaps uniform in [0, 4)): 50 expected in 100 s
+    assert 35 <= len(work.crashed) <= 65, len(work.crashed)
+    assert {p for _, p in work.crashed} <= set(range(5)) and len({p for _, p in work.crashed}) == 5
+    gaps = [b - a for (a, _), (b, _) in zip(work.crashed, work.crashed[1:])]
+    assert max(gaps) < 4.1
+    assert work.crashed == run(7).crashed and work.crashed != run(8).crashed
+
+
+def test_without_a_crash_interval_no_client_crashes_and_stop_crashes_ends_them():
+    clock = SimClock()
+    work = CrashableWorkload(clock, range(3), latency=0.01)
+    scheduler(clock, Lane(work, 100)).run(20)
+    assert work.crashed == []
+    sched = scheduler(clock, Lane(work, 100), crash_interval=0.5)
+    sched.run(5)
+    crashed = len(work.crashed)
+    assert crashed > 0
+    sched.stop_crashes()
+    sched.run(5)
+    assert len(work.crashed) == crashed
+    with pytest.raises(ValueError, match="crash_interval"):
+        scheduler(clock, Lane(work, 100), crash_interval=0)

@@ -52,7 +52,21 @@ def test_consumer_positions_never_move_silently():
     assert assign["auto.offset.reset"] == "error" and assign["enable.auto.commit"] is False
     assert assign["group.id"] == "fencepost-1000"  # its own: assign mode joins no group
     subscribe = ConsumerOptions(mode="subscribe", group="g").config("h:1", 1001)
-    assert (subscribe["group.id"], subscribe["enable.auto.commit"]) == ("g", True)
+    # a group member's commits are the workload's, recorded: never librdkafka's unrecorded auto-commit
+    assert (subscribe["group.id"], subscribe["enable.auto.commit"]) == ("g", False)
+    mixed = ConsumerOptions(mode="mixed", group="g")
+    assert mixed.config("h:1", 1002, subscribing=True)["group.id"] == "g"
+    assert mixed.config("h:1", 1002, subscribing=False)["group.id"] == "g-1002"
+
+
+def test_client_options_are_checked():
+    with pytest.raises(WorkloadConfigError, match="client 'each'"):
+        ProducerOptions(client="each").check()
+    ProducerOptions(client="per-process").check()
+    with pytest.raises(WorkloadConfigError, match="subscribe_p"):
+        ConsumerOptions(mode="mixed", subscribe_p=1.5).check()
+    with pytest.raises(WorkloadConfigError, match="commit_interval_s"):
+        ConsumerOptions(commit_interval_s=-1).check()
 
 
 def test_only_a_producer_that_never_retries_has_definite_failures():

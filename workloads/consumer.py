@@ -20,14 +20,25 @@ was detected. Other error events (a broker down...) are noted in the poll's
 `error` and the poll goes on.
 
 In `subscribe` mode the group's rebalances are recorded as `assign` ops too:
-the partitions given (`from`: the committed offset of each, or 0 where none),
-or `{"partitions": []}` when they are revoked or lost. A rebalance callback
-runs inside a librdkafka poll; the records before it stay in the current poll
-op, the assign op follows, and a record that came with that librdkafka poll
-opens the process's next poll op.
+the partitions given with the group's name (`group`) and `from` the committed
+offset of each (0 where none), or `{"partitions": []}` when they are revoked or
+lost; when the committed offsets cannot be read, the member starts from the
+beginning instead (`from: "beginning"`, with why). A rebalance callback runs
+inside a librdkafka poll; the records before it stay in the current poll op,
+the assign op follows, and a record that came with that librdkafka poll opens
+the process's next poll op. Members commit what they read, explicitly and
+recorded (never librdkafka's unrecorded auto-commit): after an ok poll that
+returned records, at most every `commit_interval_s`, a `commit` op
+`{"group", "offsets": [[topic, partition, next offset], ...]}` of the partitions
+read since its last commit — `ok` when the coordinator took every one, `fail`
+when librdkafka had nothing to send, else `info` (a commit not answered within
+COMMIT_WAIT_S goes on in the background; the member commits again only once it
+ended). `mixed` mode (Jepsen's `--sub-p`): each time a process opens its
+consumer it subscribes with probability `subscribe_p`, else assigns.
 
 A consumer that raises (a fatal client error) is closed, recorded as a `crash`
-(`info`), and opened again by the process's next operation.
+(`info`), and opened again by the process's next operation; `crash(process,
+done)` does the same on purpose (Jepsen's `--crash-clients`).
 
 `begin(process, done)` runs one operation in the caller's thread and calls
 `done(process, type)` once, with the type of that operation (the assign ops
@@ -35,8 +46,12 @@ recorded after a poll are not reported).
 """
 from __future__ import annotations
 
+import logging
+import random
+import threading
+import time
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
@@ -44,12 +59,15 @@ from workloads.closing import close_within
 from workloads.messages import poll_record
 from workloads.recording import ClientRecorder, Done, WorkloadConfigError
 
-CONSUMER_MODES = ("assign", "subscribe")
+CONSUMER_MODES = ("assign", "subscribe", "mixed")
 # Error events after which librdkafka does not continue the partition by itself.
 POSITION_LOST = frozenset((KafkaError._AUTO_OFFSET_RESET, KafkaError._LOG_TRUNCATION,
                            KafkaError.OFFSET_OUT_OF_RANGE))
 COMMITTED_TIMEOUT_S = 5.0
+COMMIT_WAIT_S = 1.0  # a synchronous commit is waited for this long; it may land later (`info`)
 NOTES_KEPT = 3  # transient errors named in one poll's `error`
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -62,11 +80,19 @@ class ConsumerOptions:
     poll_interval_s: float = 0.1  # each process polls this often: the scheduler's rate for this workload
     max_records: int = 500  # per poll
     group: str = "fencepost"  # the consumer group (subscribe mode)
+    subscribe_p: float = 0.5  # mixed mode: the chance that a process opening its consumer subscribes
+    commit_interval_s: float = 1.0  # a subscribed member commits what it read at most this often (0: each poll)
     librdkafka: Mapping[str, Any] = field(default_factory=dict)
 
     def check(self) -> None:
         if self.mode not in CONSUMER_MODES:
             raise WorkloadConfigError(f"consumer mode {self.mode!r}: choose one of {', '.join(CONSUMER_MODES)}")
+        if isinstance(self.subscribe_p, bool) or not isinstance(self.subscribe_p, (int, float)) \
+                or not 0 <= self.subscribe_p <= 1:
+            raise WorkloadConfigError(f"consumer subscribe_p = {self.subscribe_p!r}: give a probability 0..1")
+        if isinstance(self.commit_interval_s, bool) or not isinstance(self.commit_interval_s, (int, float)) \
+                or not self.commit_interval_s >= 0:
+            raise WorkloadConfigError(f"consumer commit_interval_s = {self.commit_interval_s!r}: give seconds >= 0")
         if isinstance(self.max_records, bool) or not isinstance(self.max_records, int) or self.max_records < 1:
             raise WorkloadConfigError(f"consumer max_records = {self.max_records!r}: give a whole number >= 1")
         if not isinstance(self.poll_interval_s, (int, float)) or not self.poll_interval_s > 0:
@@ -74,25 +100,34 @@ class ConsumerOptions:
         if not self.topic:
             raise WorkloadConfigError("consumer topic is empty: name the topic to read")
 
-    def config(self, bootstrap: str, process: int) -> dict[str, Any]:
-        subscribing = self.mode == "subscribe"
+    def config(self, bootstrap: str, process: int, subscribing: bool | None = None) -> dict[str, Any]:
+        """The librdkafka settings of `process`'s consumer (`subscribing`: its mode now, by
+        default the options' own; commits are made and recorded by the workload)."""
+        subscribing = self.mode == "subscribe" if subscribing is None else subscribing
         return {"bootstrap.servers": bootstrap, "client.id": f"fencepost-{process}",
                 # assign mode uses no group; librdkafka still wants an id
                 "group.id": self.group if subscribing else f"{self.group}-{process}",
-                "enable.auto.commit": subscribing, "auto.offset.reset": "error",
+                "enable.auto.commit": False, "auto.offset.reset": "error",
                 "enable.partition.eof": False, **self.librdkafka}
 
 
 class _Client:
     """One process's consumer and what its librdkafka callbacks left for the workload."""
 
-    __slots__ = ("process", "consumer", "rebalances", "carried")
+    __slots__ = ("process", "consumer", "rebalances", "carried", "subscribed", "read", "last_commit",
+                 "committing", "held", "reached")
 
     def __init__(self, process: int) -> None:
         self.process = process
         self.consumer: Consumer | None = None
         self.rebalances: list[dict[str, Any]] = []  # assign values, in callback order
         self.carried: Any = None  # a message that came after a rebalance: the next poll's first
+        self.subscribed = False  # its consumer is a group member (subscribe)
+        self.read: dict[tuple[str, int], int] = {}  # partition -> next offset, read since its last commit
+        self.last_commit = 0.0  # monotonic time of its last commit
+        self.committing: threading.Event | None = None  # set when its commit in the background ended
+        self.held: tuple[tuple[str, int], ...] = ()  # the partitions it reads now
+        self.reached: dict[tuple[str, int], int] = {}  # partition -> highest offset read since it was given it
 
 
 class ConsumerWorkload:
@@ -103,7 +138,8 @@ class ConsumerWorkload:
     pending = 0  # every operation completes inside begin
 
     def __init__(self, bootstrap: str, recorder: ClientRecorder, partitions: Sequence[int],
-                 processes: Sequence[int], options: ConsumerOptions = ConsumerOptions()) -> None:
+                 processes: Sequence[int], options: ConsumerOptions = ConsumerOptions(), seed: int = 0,
+                 clock: Callable[[], float] | None = None) -> None:
         options.check()
         if not partitions:
             raise WorkloadConfigError(f"the consumer needs the partitions of topic {options.topic!r}; got none")
@@ -117,6 +153,9 @@ class ConsumerWorkload:
         self._topic = options.topic
         self._clients = {p: _Client(p) for p in self.processes}
         self._closed = False
+        self._rng = random.Random(f"{seed}/consumers")  # mixed mode's draws
+        self._clock = clock or time.monotonic
+        self.crashed = 0  # consumers crashed on purpose (`crash`)
         if self.processes:
             self._check_config()
 
@@ -151,8 +190,10 @@ class ConsumerWorkload:
     # -- opening ------------------------------------------------------------------------
 
     def _open(self, client: _Client) -> str:
-        config = self.options.config(self.bootstrap, client.process)
-        if self.options.mode == "assign":
+        mode = self.options.mode
+        subscribing = mode == "subscribe" or (mode == "mixed" and self._rng.random() < self.options.subscribe_p)
+        config = self.options.config(self.bootstrap, client.process, subscribing)
+        if not subscribing:
             value = {"partitions": [[self._topic, p] for p in self.partitions], "from": "beginning"}
             handle = self.recorder.invoke(client.process, "assign", value)
         else:
@@ -161,7 +202,7 @@ class ConsumerWorkload:
         consumer = None
         try:
             consumer = Consumer(config)
-            if self.options.mode == "assign":
+            if not subscribing:
                 consumer.assign([TopicPartition(self._topic, p, OFFSET_BEGINNING) for p in self.partitions])
             else:
                 consumer.subscribe([self._topic], on_assign=lambda c, parts: self._assigned(client, c, parts),
@@ -173,23 +214,39 @@ class ConsumerWorkload:
             self.recorder.complete(handle, "fail", value, error=_describe(e))
             return "fail"
         client.consumer = consumer
+        client.subscribed = subscribing
+        client.read = {}
+        client.reached = {}
+        client.held = () if subscribing else tuple((self._topic, p) for p in self.partitions)
         self.recorder.complete(handle, "ok", value)
         return "ok"
 
     def _assigned(self, client: _Client, consumer: Consumer, parts: list[TopicPartition]) -> None:
-        """on_assign: start each partition at its committed offset, or 0 (an out-of-range 0 is
-        reported and handled as any lost position)."""
+        """on_assign: start each partition at the group's committed offset, or 0 where there is none
+        (an out-of-range 0 is reported and handled as any lost position); where the committed
+        offsets cannot be read, every partition from the beginning, saying why."""
+        partitions = [[tp.topic, tp.partition] for tp in parts]
+        client.read = {}
+        client.held = tuple((tp.topic, tp.partition) for tp in parts)
+        client.reached = {}
         try:
             committed = consumer.committed(parts, timeout=COMMITTED_TIMEOUT_S)
-        except KafkaException:
-            committed = parts  # no answer: every partition from 0
+        except KafkaException as e:
+            consumer.assign([TopicPartition(tp.topic, tp.partition, OFFSET_BEGINNING) for tp in parts])
+            client.rebalances.append({"partitions": partitions, "from": "beginning",
+                                      "note": f"committed offsets unknown ({_describe(e)})"})
+            return
         chosen = [TopicPartition(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else 0) for tp in committed]
         consumer.assign(chosen)
+        client.reached = {(tp.topic, tp.partition): tp.offset - 1 for tp in chosen}
         client.rebalances.append({"partitions": [[tp.topic, tp.partition] for tp in chosen],
-                                  "from": {f"{tp.topic}-{tp.partition}": tp.offset for tp in chosen}})
+                                  "from": {f"{tp.topic}-{tp.partition}": tp.offset for tp in chosen},
+                                  "group": self.options.group})
 
     @staticmethod
     def _revoked(client: _Client) -> None:
+        client.read = {}
+        client.held = ()
         client.rebalances.append({"partitions": []})
 
     # -- polling --------------------------------------------------------------------------
@@ -214,6 +271,10 @@ class ConsumerWorkload:
                 err = message.error()
                 if err is None:
                     records.append(poll_record(message))
+                    key = (message.topic(), message.partition())
+                    client.read[key] = message.offset() + 1
+                    if message.offset() > client.reached.get(key, -1):
+                        client.reached[key] = message.offset()
                 elif err.code() in POSITION_LOST:
                     lost = (f"{err.name()} on {message.topic()}-{message.partition()}: {err.str()}")
                     break
@@ -231,7 +292,60 @@ class ConsumerWorkload:
         self._record_rebalances(client)
         if lost is not None:
             self._start_over(client, lost)
+        elif records and client.subscribed and client.consumer is not None:
+            self._maybe_commit(client)
         return "ok"
+
+    # -- commits (group members) -----------------------------------------------------------
+
+    def _maybe_commit(self, client: _Client) -> None:
+        now = self._clock()
+        if not client.read or now - client.last_commit < self.options.commit_interval_s:
+            return
+        if client.committing is not None and not client.committing.is_set():
+            return  # the last commit still runs in the background
+        client.last_commit = now
+        offsets = sorted(client.read.items())
+        value = {"group": self.options.group, "offsets": [[t, p, o] for (t, p), o in offsets]}
+        handle = self.recorder.invoke(client.process, "commit", value)
+        outcome: dict[str, Any] = {}
+        ended = threading.Event()
+        consumer = client.consumer
+
+        def commit() -> None:
+            try:
+                outcome["result"] = consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets],
+                                                    asynchronous=False)
+            except KafkaException as e:
+                outcome["error"] = e
+            except RuntimeError as e:  # the consumer was closed meanwhile
+                outcome["error"] = e
+            finally:
+                ended.set()
+
+        threading.Thread(target=commit, name=f"commit of consumer {client.process}", daemon=True).start()
+        if not ended.wait(COMMIT_WAIT_S):
+            client.committing = ended
+            self.recorder.complete(handle, "info", value, error=f"no answer within {COMMIT_WAIT_S:g}s; "
+                                                               "it may still be taken")
+            return
+        client.committing = None
+        error = outcome.get("error")
+        if error is not None:
+            code = error.args[0].code() if isinstance(error, KafkaException) and error.args \
+                and isinstance(error.args[0], KafkaError) else None
+            kind = "fail" if code == KafkaError._NO_OFFSET else "info"
+            self.recorder.complete(handle, kind, value, error=_describe(error))
+            return
+        refused = [f"{tp.topic}-{tp.partition}: {tp.error.name() if tp.error else ''}"
+                   for tp in outcome.get("result") or () if tp.error is not None]
+        if refused:
+            self.recorder.complete(handle, "info", value, error="; ".join(refused))
+            return
+        self.recorder.complete(handle, "ok", value)
+        for key, offset in offsets:
+            if client.read.get(key) == offset:
+                del client.read[key]
 
     def _record_rebalances(self, client: _Client) -> None:
         while client.rebalances:
@@ -242,6 +356,8 @@ class ConsumerWorkload:
     def _start_over(self, client: _Client, why: str) -> None:
         """Assign the process's partitions again, every one from the beginning."""
         consumer = client.consumer
+        client.read = {}
+        client.reached = {}
         assert consumer is not None
         try:
             held = sorted((tp.topic, tp.partition) for tp in consumer.assignment())
@@ -262,13 +378,45 @@ class ConsumerWorkload:
         self._close_consumer(client)
         self.recorder.complete(handle, "info", None, error=f"consumer closed after: {why}; reopened by its next op")
 
+    def crash(self, process: int, done: Done) -> None:
+        """Crash `process`'s client on purpose: a `crash` op around closing its consumer (without
+        a commit); its next op opens a new one."""
+        self._crash(self._clients[process], "a scheduled client crash")
+        self.crashed += 1
+        done(process, "info")
+
     @staticmethod
     def _close_consumer(client: _Client) -> None:
         consumer, client.consumer = client.consumer, None
+        committing, client.committing = client.committing, None
+        if committing is not None and not committing.wait(COMMITTED_TIMEOUT_S):
+            # a commit still inside librdkafka: closing under it could free what it uses; the
+            # consumer is abandoned instead (its thread holds it), as a close that hangs is
+            log.warning("consumer %s: a commit did not end within %.0f s; the consumer is abandoned, "
+                        "not closed", client.process, COMMITTED_TIMEOUT_S)
+            consumer = None
         if consumer is not None:
             close_within(consumer, what=f"consumer {client.process}")
         client.rebalances.clear()  # also the revoke that close() itself reports
         client.carried = None
+        client.read = {}
+        client.subscribed = False
+        client.held = ()
+        client.reached = {}
+
+    def caught_up(self, targets: Mapping[int, int]) -> bool:
+        """Whether the consumers have read, of each partition, up to the offset `targets` gives
+        (partition -> offset): every process has its consumer open, and every partition of the
+        topic is held by some process, each holder having read it that far."""
+        held: set[int] = set()
+        for client in self._clients.values():
+            if client.consumer is None:
+                return False
+            for topic, partition in client.held:
+                held.add(partition)
+                if client.reached.get((topic, partition), -1) < targets.get(partition, -1):
+                    return False
+        return held >= set(self.partitions)
 
     def close(self, timeout: float) -> None:
         """Close every consumer (a subscribed one leaves its group). Idempotent."""

@@ -1,5 +1,8 @@
-"""The acks=all producer workload: one confluent-kafka producer, one logical
-process per message in flight (DESIGN.md §3.2), every send recorded.
+"""The acks=all producer workload: one logical process per message in flight, every send
+recorded. The clients (`ProducerOptions.client`): `shared`, one confluent-kafka producer
+for every process (the processes are messages in flight on one client, with one producer
+id); or `per-process`, a producer of its own for each process, opened by its first send
+(as Jepsen's clients: each its own connections, producer id and sequence numbers).
 
 `begin(process, done)` records the `send` invoke — topic, partition, value
 `"<process>-<seq>"` — then hands the message to librdkafka and returns. The
@@ -19,6 +22,11 @@ A producer that reports a fatal error (an idempotent producer out of sequence,
 fenced...) is unusable: it is replaced by a fresh one, and the sends still in
 flight on it are completed `info`.
 
+`crash(process, done)` crashes the process's client, as Jepsen's `--crash-clients`: a
+`crash` op (invoke, then `info`) around closing the producer without flushing — what it
+still holds is dropped, and every send in flight on it is completed `info` (with the shared
+client, every process's) — the next send opens a new producer.
+
 Every method runs in the caller's thread (the scheduler's); delivery callbacks
 run inside `service` and `close`.
 """
@@ -37,6 +45,8 @@ from workloads.outcomes import delivery_type, has_definite_failures
 from workloads.recording import ClientRecorder, Done, WorkloadConfigError
 
 PARTITION_CHOICES = ("round-robin", "random", "key")
+CLIENTS = ("shared", "per-process")
+SERVICE_NAP_S = 0.0005  # per-process clients: the wait between two looks at every busy producer
 IDEMPOTENT_MAX_IN_FLIGHT = 5  # librdkafka's limit with enable.idempotence
 MIN_QUEUE_MESSAGES = 100_000
 CLOSE_POLL_S = 0.1
@@ -56,10 +66,13 @@ class ProducerOptions:
     message_timeout_ms: int = 10_000
     request_timeout_ms: int = 5_000
     partition_choice: str = "round-robin"
+    client: str = "shared"  # shared: one producer for every process; per-process: one each
     librdkafka: Mapping[str, Any] = field(default_factory=dict)
 
     def check(self) -> None:
         """Raise WorkloadConfigError naming the first option that cannot work."""
+        if self.client not in CLIENTS:
+            raise WorkloadConfigError(f"producer client {self.client!r}: choose one of {', '.join(CLIENTS)}")
         if self.partition_choice not in PARTITION_CHOICES:
             raise WorkloadConfigError(f"producer partition_choice {self.partition_choice!r}: choose one of "
                                       f"{', '.join(PARTITION_CHOICES)}")
@@ -96,16 +109,17 @@ class ProducerOptions:
 
 
 class _Send:
-    """One send in flight."""
+    """One send in flight, on the producer `client` holds it."""
 
-    __slots__ = ("process", "handle", "invoke", "done", "finished")
+    __slots__ = ("process", "handle", "invoke", "done", "finished", "client")
 
-    def __init__(self, process: int, handle: Any, invoke: dict[str, Any], done: Done) -> None:
+    def __init__(self, process: int, handle: Any, invoke: dict[str, Any], done: Done, client: Any) -> None:
         self.process = process
         self.handle = handle
         self.invoke = invoke
         self.done = done
         self.finished = False
+        self.client = client  # the key of its producer: the process (per-process) or None (shared)
 
 
 class ProducerWorkload:
@@ -140,9 +154,19 @@ class ProducerWorkload:
         self._turn = 0
         self._seq = dict.fromkeys(self.processes, 0)
         self._in_flight: dict[int, _Send] = {}
-        self._fatal: str | None = None
-        self._producer: Producer | None = self._new_producer()
+        self._per_process = options.client == "per-process"
+        # client key (the process, or None for the shared one) -> its producer; opened when first used
+        self._producers: dict[int | None, Producer] = {}
+        self._fatal: dict[int | None, str] = {}  # client key -> the fatal error it reported
+        self._closed = False
+        # settings librdkafka refuses: a WorkloadConfigError now, not a `fail` of every send later
+        probe = self._new_producer()
+        if not self._per_process:
+            self._producers[None] = probe
         self.replaced = 0  # producers replaced after a fatal error
+        self.crashed = 0  # clients crashed on purpose (`crash`)
+        self.acked_at: dict[int, float] = {}  # partition -> monotonic time of its latest ack
+        self.highest_acked: dict[int, int] = {}  # partition -> the highest offset acked
 
     def _new_producer(self) -> Producer:
         try:
@@ -150,6 +174,15 @@ class ProducerWorkload:
         except KafkaException as e:
             raise WorkloadConfigError(f"librdkafka refused the producer settings {self.config}: "
                                       f"{e.args[0].str() if e.args else e}") from None
+
+    def _client_key(self, process: int) -> int | None:
+        return process if self._per_process else None
+
+    def _producer_for(self, key: int | None) -> Producer:
+        producer = self._producers.get(key)
+        if producer is None:
+            producer = self._producers[key] = self._new_producer()
+        return producer
 
     @property
     def pending(self) -> int:
@@ -170,17 +203,19 @@ class ProducerWorkload:
 
     def begin(self, process: int, done: Done) -> None:
         """Invoke a send on `process` (which must have none in flight) and hand it to librdkafka."""
-        if self._producer is None:
+        if self._closed:
             raise RuntimeError("the producer workload is closed: no more sends")
         seq = self._seq[process]
         self._seq[process] = seq + 1
         value = f"{process}-{seq}"
         payload = value.encode()
         invoke = {"topic": self._topic, "partition": self._partition_for(payload), "value": value}
-        send = _Send(process, self.recorder.invoke(process, "send", invoke), invoke, done)
+        key = self._client_key(process)
+        send = _Send(process, self.recorder.invoke(process, "send", invoke), invoke, done, key)
         try:
-            self._producer.produce(self._topic, payload, key=payload if self._keyed else None,
-                                   partition=invoke["partition"], on_delivery=partial(self._delivered, send))
+            self._producer_for(key).produce(self._topic, payload, key=payload if self._keyed else None,
+                                            partition=invoke["partition"],
+                                            on_delivery=partial(self._delivered, send))
         except (BufferError, KafkaException) as e:  # never handed to librdkafka: surely not written
             send.finished = True
             self.recorder.complete(send.handle, "fail", invoke, error=f"produce() refused it: {_describe(e)}")
@@ -200,47 +235,87 @@ class ProducerWorkload:
                 kind, value, error = "info", send.invoke, f"acked without an offset ({offset})"
             else:
                 value, error = {**send.invoke, "offset": offset, "leader_epoch": message.leader_epoch()}, None
+                partition = send.invoke["partition"]
+                self.acked_at[partition] = time.monotonic()
+                if offset > self.highest_acked.get(partition, -1):
+                    self.highest_acked[partition] = offset
         else:
             value, error = send.invoke, _describe_error(err)
             if err is not None and err.fatal():
-                self._fatal = error
+                self._fatal[send.client] = error
         self.recorder.complete(send.handle, kind, value, error=error)
         send.done(send.process, kind)
 
     def service(self, timeout: float) -> None:
         """Serve delivery reports for up to `timeout` seconds (returns early once some were served)."""
-        if self._producer is None:
-            return  # closed
-        self._producer.poll(timeout)
-        if self._fatal is not None:
-            self._replace_producer()
+        if self._closed:
+            return
+        if not self._per_process:
+            producer = self._producers.get(None)
+            if producer is not None:
+                producer.poll(timeout)
+        else:
+            self._serve_each(timeout)
+        if self._fatal:
+            for key in list(self._fatal):
+                self._replace_producer(key)
 
-    def _replace_producer(self) -> None:
-        error, self._fatal = self._fatal, None
-        old, self._producer = self._producer, self._new_producer()
+    def _serve_each(self, timeout: float) -> None:
+        """Per-process clients: every producer with a send in flight looked at, again and again,
+        until one delivers or `timeout` passes (librdkafka has no queue several clients share)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            busy = {send.client for send in self._in_flight.values()}
+            if not busy or sum(self._producers[key].poll(0) for key in busy if key in self._producers):
+                return
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            time.sleep(min(SERVICE_NAP_S, left))
+
+    def _replace_producer(self, key: int | None) -> None:
+        error = self._fatal.pop(key)
+        old = self._producers.pop(key, None)
         self.replaced += 1
-        self._abandon(old, f"its producer had a fatal error ({error}) and was replaced; outcome unknown")
+        if old is not None:
+            self._abandon(old, key, f"its producer had a fatal error ({error}) and was replaced; outcome unknown")
 
-    def _abandon(self, producer: Producer, why: str) -> None:
-        """Complete every send in flight `info` and drop what `producer` still holds."""
-        for send in list(self._in_flight.values()):  # in invoke order (dict order)
+    def _abandon(self, producer: Producer, key: int | None, why: str) -> None:
+        """Complete every send in flight on client `key` `info` and drop what `producer` still holds."""
+        for send in [s for s in self._in_flight.values() if s.client == key]:  # in invoke order
             send.finished = True
+            del self._in_flight[send.process]
             self.recorder.complete(send.handle, "info", send.invoke, error=why)
             send.done(send.process, "info")
-        self._in_flight.clear()
         producer.purge()
         producer.flush(0)  # serves the purged messages' reports (ignored: their sends are finished)
 
+    def crash(self, process: int, done: Done) -> None:
+        """Crash `process`'s client (it has no send in flight): a `crash` op around closing the
+        producer without flushing; the sends in flight on it (with the shared client, other
+        processes') are completed `info`. The next send opens a new producer."""
+        key = self._client_key(process)
+        handle = self.recorder.invoke(process, "crash", None)
+        producer = self._producers.pop(key, None)
+        if producer is not None:
+            self._abandon(producer, key, "its client crashed (closed without flushing); outcome unknown")
+        self.crashed += 1
+        self.recorder.complete(handle, "info", None,
+                               error="client closed without flushing; the next send opens a new one")
+        done(process, "info")
+
     def close(self, timeout: float) -> None:
         """Wait up to `timeout` seconds for the delivery reports still due; complete the
-        sends still without one `info`; drop the producer. Idempotent."""
-        if self._producer is None:
+        sends still without one `info`; drop the producers. Idempotent."""
+        if self._closed:
             return
         deadline = time.monotonic() + timeout
         while self._in_flight and (left := deadline - time.monotonic()) > 0:
-            self._producer.poll(min(left, CLOSE_POLL_S))
-        self._abandon(self._producer, f"no delivery report within {round(timeout, 1):g}s of closing the producer")
-        self._producer = None  # freed (librdkafka destroyed) with the last reference, now
+            self.service(min(left, CLOSE_POLL_S))
+        for key, producer in list(self._producers.items()):
+            self._abandon(producer, key, f"no delivery report within {round(timeout, 1):g}s of closing the producer")
+        self._producers.clear()  # freed (librdkafka destroyed) with the last reference, now
+        self._closed = True
 
 
 def _describe_error(err: KafkaError | None) -> str:

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterable, Literal, Mapping, Sequence
 
-from clusters.errors import HostError
+from clusters.errors import ClusterConfigError, HostError
 
 ProcessState = Literal["running", "stopped", "gone"]
 CLUSTER_ENV = "FENCEPOST_CLUSTER"
@@ -91,6 +91,7 @@ class Host(ABC):
     workdir: str  # this node's own directory, on the host
     python: str  # the Python interpreter to run project code with, on the host
     supports_partitions: bool = True
+    supports_shaping: bool = False  # tc netem on the node's own interface (netns, docker)
 
     @abstractmethod
     def run(self, argv: Sequence[str], *, timeout: float = 30.0, check: bool = True,
@@ -125,6 +126,24 @@ class Host(ABC):
     @abstractmethod
     def heal(self) -> None:
         """Remove every cut this host has; idempotent."""
+
+    def uncut(self, peers: Iterable[str]) -> None:
+        """Lift the cuts of these addresses only (one copy of each rule `cut_off` added); a cut
+        already gone is no error. Backends whose cuts cannot be lifted one by one refuse."""
+        raise ClusterConfigError(f"on {self.name}: this backend cannot lift one cut alone")
+
+    def shape(self, netem: Sequence[str]) -> None:
+        """Degrade the node's outgoing packets: `tc qdisc replace dev IFACE root netem NETEM...`
+        (replacing any netem in place). Backends that cannot refuse with why."""
+        raise ClusterConfigError(f"on {self.name}: this backend cannot shape a node's packets (tc netem): "
+                                 "use the netns or docker backend")
+
+    def unshape(self) -> None:
+        """Remove the netem qdisc `shape` put on; nothing when there is none."""
+
+    def shaping_unavailable(self) -> str | None:
+        """Why `shape` cannot work on this node (no tc netem in its kernel, ...), or None."""
+        return None if self.supports_shaping else "this backend cannot shape a node's packets (tc netem)"
 
     def port(self, service: str, default: int) -> int:
         """The port `service` listens on here: `default` where each node has its own address;

@@ -35,7 +35,7 @@ import docker.errors
 from docker.models.containers import Container
 
 from clusters.errors import ClusterConfigError, HostError
-from clusters.hosts import iptables
+from clusters.hosts import iptables, tc
 from clusters.hosts.base import (CLUSTER_ENV, NODE_ENV, CommandResult, Host, HostSet, ProcessHandle, ProcessState,
                                  state_of_tasks)
 from clusters.hosts.docker_errors import DOCKER_ERRORS, explain
@@ -87,6 +87,7 @@ class DockerHost(Host):
         self.workdir = workdir
         self.python = python
         self.container_name = node_container_name(cluster, name)
+        self._netem_missing: str | None = None  # why tc netem fails here ("": it works); probed when asked
         self.holder_name = holder_container_name(cluster, name)
 
     # -- the containers ----------------------------------------------------------------------
@@ -194,6 +195,31 @@ class DockerHost(Host):
         if self._iptables(iptables.chain_ready(), check=False).ok:
             self._iptables(iptables.heal())
 
+    def uncut(self, peers: Iterable[str]) -> None:
+        for command in iptables.uncut(peers):
+            self._iptables(command, check=False)  # gone already (healed) is fine
+
+    # -- netem (in the holder, which owns the node's network namespace) --------------------------
+
+    supports_shaping = True
+
+    def shape(self, netem: Sequence[str]) -> None:
+        self._iptables(tc.shape(netem))
+
+    def unshape(self) -> None:
+        if tc.has_netem(self._iptables(tc.show()).stdout):
+            self._iptables(tc.unshape())
+
+    def shaping_unavailable(self) -> str | None:
+        """Probed once, on the node's loopback (`tc.probe`)."""
+        if self._netem_missing is None:
+            add, remove = tc.probe()
+            done = self._iptables(add, check=False)
+            if done.ok:
+                self._iptables(remove, check=False)
+            self._netem_missing = "" if done.ok else tc.missing_netem(done.stderr or done.stdout)
+        return self._netem_missing or None
+
     # -- faults on the whole container ----------------------------------------------------------
 
     def pause(self, handles: Sequence[ProcessHandle]) -> None:
@@ -244,15 +270,23 @@ class DockerHostSet(HostSet):
     backend = BACKEND
 
     def __init__(self, client: docker.DockerClient, cluster: str, hosts: dict[str, DockerHost],
-                 image: str) -> None:
+                 image: str, gateway: str | None = None) -> None:
         self.client = client
         self.cluster = cluster
         self.hosts = hosts
         self.image = image
+        self.gateway = gateway  # the network's gateway: where this machine's traffic comes from
+
+    @property
+    def client_address(self) -> str | None:
+        """The network's gateway: the harness on this machine reaches the containers through the
+        bridge, whose address on the network is the gateway (None for a state saved before it
+        was kept)."""
+        return self.gateway
 
     def state(self) -> dict[str, Any]:
         return {"backend": BACKEND, "cluster": self.cluster, "network": network_name(self.cluster),
-                "image": self.image,
+                "image": self.image, "gateway": self.gateway,
                 "nodes": {n: {"address": h.address, "workdir": h.workdir, "python": h.python,
                               "container": h.container_name} for n, h in self.hosts.items()}}
 
@@ -264,6 +298,14 @@ class DockerHostSet(HostSet):
         except DOCKER_ERRORS as e:
             raise HostError(f"could not remove the docker containers of cluster {self.cluster}: "
                             f"{explain(e)}") from None
+
+
+def network_gateway(network: Any) -> str:
+    """The gateway address of a docker network (docker's choice: the subnet's first host when
+    it names none)."""
+    network.reload()
+    config = network.attrs["IPAM"]["Config"][0]
+    return config.get("Gateway") or str(next(ipaddress.ip_network(config["Subnet"], strict=False).hosts()))
 
 
 def check_options(cluster: str, nodes: Sequence[str], options: Mapping[str, Any]) -> str | None:
@@ -309,8 +351,9 @@ def provision(cluster: str, nodes: Sequence[str], workdir: Path,
     image = replace(image, mounts=(*image.mounts, *(p for p in shared_paths if p not in image.mounts)))
     workdir = workdir.resolve()
     hosts: dict[str, DockerHost] = {}
-    create_network(client, cluster, subnet)
+    network = create_network(client, cluster, subnet)
     try:
+        gateway = network_gateway(network)
         for node in nodes:
             node_dir = workdir / node
             node_dir.mkdir(parents=True, exist_ok=True)
@@ -320,7 +363,7 @@ def provision(cluster: str, nodes: Sequence[str], workdir: Path,
     except BaseException:
         remove_all(labelled_containers(client, cluster), labelled_networks(client, cluster))
         raise
-    return DockerHostSet(client, cluster, hosts, image.tag)
+    return DockerHostSet(client, cluster, hosts, image.tag, gateway)
 
 
 def attach(state: Mapping[str, Any]) -> DockerHostSet:
@@ -330,7 +373,7 @@ def attach(state: Mapping[str, Any]) -> DockerHostSet:
              for n, node in state["nodes"].items()}
     for host in hosts.values():
         host.container()  # HostError now when the cluster's containers are gone
-    return DockerHostSet(client, cluster, hosts, state["image"])
+    return DockerHostSet(client, cluster, hosts, state["image"], state.get("gateway"))
 
 
 def cleanup(clusters: Collection[str] = ()) -> list[str]:

@@ -34,6 +34,12 @@ def cut(peers: Iterable[str]) -> list[list[str]]:
     return commands
 
 
+def uncut(peers: Iterable[str]) -> list[list[str]]:
+    """Commands that remove one copy of each rule `cut(peers)` added (each fails harmlessly
+    when the rule is gone already, e.g. flushed by a heal)."""
+    return [["iptables", "-w", "-D", *command[3:]] for command in cut(peers)]
+
+
 def heal() -> list[str]:
     return ["iptables", "-w", "-F", CHAIN]
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Collection, Iterable, Mapping, Sequence
 
 from clusters.errors import ClusterConfigError, HostError
-from clusters.hosts import iptables
+from clusters.hosts import iptables, tc
 from clusters.hosts import netns_network as network
 from clusters.hosts.base import CLUSTER_ENV, NODE_ENV, CommandResult, HostSet, ProcessHandle
 from clusters.hosts.local_host import LocalHost
@@ -34,6 +34,8 @@ EXEC_WAIT_S = 10.0
 
 
 class NetnsHost(LocalHost):
+    supports_shaping = True
+
     def __init__(self, cluster: str, link: NodeLink, workdir: str) -> None:
         self.cluster = cluster
         self.name = link.node
@@ -42,6 +44,7 @@ class NetnsHost(LocalHost):
         self.address = link.address
         self.workdir = workdir
         self.python = sys.executable
+        self._netem_missing: str | None = None  # why tc netem fails here ("": it works); probed when asked
 
     def _inside(self, argv: Sequence[str]) -> list[str]:
         return ["ip", "netns", "exec", self.namespace, *argv]
@@ -70,6 +73,27 @@ class NetnsHost(LocalHost):
     def heal(self) -> None:
         if self.run(iptables.chain_ready(), check=False).ok:
             self.run(iptables.heal())
+
+    def uncut(self, peers: Iterable[str]) -> None:
+        for command in iptables.uncut(peers):
+            self.run(command, check=False)  # gone already (healed) is fine
+
+    def shape(self, netem: Sequence[str]) -> None:
+        self.run(tc.shape(netem))
+
+    def unshape(self) -> None:
+        if tc.has_netem(self.run(tc.show()).stdout):
+            self.run(tc.unshape())
+
+    def shaping_unavailable(self) -> str | None:
+        """Probed once, on the node's loopback (`tc.probe`)."""
+        if self._netem_missing is None:
+            add, remove = tc.probe()
+            done = self.run(add, check=False)
+            if done.ok:
+                self.run(remove, check=False)
+            self._netem_missing = "" if done.ok else tc.missing_netem(done.stderr or done.stdout)
+        return self._netem_missing or None
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "namespace": self.namespace}

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
+from clusters.errors import ClusterConfigError
 from clusters.hosts.base import Host, HostSet
 
 
@@ -125,6 +126,27 @@ class System(ABC):
     def loses_unflushed_writes_on_kill(self) -> bool:
         """Whether kill -9 drops writes not yet flushed (a power cut); False unless configured so."""
         return False
+
+    # -- roles and admin actions the faults use (nemesis/roles.py, nemesis/reassign.py) -------------
+
+    def cannot(self, feature: str) -> str | None:
+        """Why this system cannot do `feature` — "group-coordinator" (name the broker coordinating a
+        consumer group), "reassign" (move a partition's replicas) — or None when it can."""
+        return f"the {self.name} system cannot {feature}"
+
+    def active_controller(self, hosts: HostSet) -> str | None:
+        """The node acting as controller now; None when it cannot be told at this moment."""
+        control = self.control_nodes(list(hosts.hosts))
+        return control[0] if len(control) == 1 else None
+
+    def group_coordinator(self, hosts: HostSet, group: str) -> str | None:
+        """The broker coordinating `group` now; None when none answers yet."""
+        raise ClusterConfigError(self.cannot("group-coordinator") or "no group coordinator")
+
+    def reassign(self, hosts: HostSet, topic: str, partition: int, replicas: Sequence[str], timeout: float) -> None:
+        """Move the partition's replicas to `replicas` (the first the preferred leader); returns once
+        the system accepted the request. HostError when it refused or did not answer."""
+        raise ClusterConfigError(self.cannot("reassign") or "no reassignment")
 
 
 def read_replica_logs(host: Host, data_dir: str, timeout: float) -> list[bytes]:

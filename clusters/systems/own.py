@@ -172,6 +172,18 @@ class OwnSystem(System):
     def loses_unflushed_writes_on_kill(self) -> bool:
         return self.settings.flush == "lazy"
 
+    def cannot(self, feature: str) -> str | None:
+        if feature == "group-coordinator":
+            return ("the own broker answers FindCoordinator with whichever broker is asked (each broker "
+                    "coordinates the groups that ask it), so no one node is a group's coordinator")
+        if feature == "reassign":
+            return ("the own controller (broker/controller/) cannot move a partition's replicas: its "
+                    "protocol has no reassignment request; use stock Kafka (--system kafka:VERSION)")
+        return super().cannot(feature)
+
+    def active_controller(self, hosts: HostSet) -> str | None:
+        return CONTROLLER_NODE
+
     def restart_keeps_isr_place(self) -> bool:
         return True
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from harness.checking import check_partitions
 from harness.detection import first_detection_s, first_evidence_ns
+from harness.liveness import liveness
 from harness.loading import load_run
 from harness.verdict import Valid, decide
 
@@ -18,6 +19,7 @@ class Checked:
     valid: Valid
     anomaly_counts: dict[str, int]  # every anomaly found, by name (as results.json's)
     first_detection_s: float | None
+    liveness: dict | None = None  # results.json's liveness section, as `fencepost check` makes it
 
 
 def check_in_memory(run_dir: Path) -> Checked:
@@ -29,4 +31,5 @@ def check_in_memory(run_dir: Path) -> Checked:
     counts = Counter(anomaly.name for report in reports for anomaly in report.anomalies)
     evidence = [first_evidence_ns(ph, report.anomalies, run.invalid_anomalies)
                 for ph, report in zip(run.partitions.values(), reports)]
-    return Checked(verdict.valid, dict(sorted(counts.items())), first_detection_s(verdict.valid, evidence))
+    return Checked(verdict.valid, dict(sorted(counts.items())), first_detection_s(verdict.valid, evidence),
+                   liveness(run.run_dir, run.test))

@@ -28,6 +28,8 @@ class RunResult:
     verdict: str  # valid, invalid, unknown, crashed
     anomaly_counts: dict[str, int] = field(default_factory=dict)
     first_detection_s: float | None = None  # harness/detection.py; invalid runs only
+    liveness: str | None = None  # results.json's liveness verdict: ok, failed, unknown (None: not judged)
+    liveness_kinds: dict[str, int] = field(default_factory=dict)  # liveness findings by kind
 
     @property
     def configuration(self) -> tuple[str, str, str]:
@@ -92,14 +94,30 @@ def _run(run_dir: Path) -> RunResult:
     checked = None
     if not results:
         checked = check_in_memory(run_dir)
-        valid, counts = checked.valid, checked.anomaly_counts
+        valid, counts, section = checked.valid, checked.anomaly_counts, checked.liveness
     else:
-        valid, counts = results.get("valid"), results.get("anomaly_counts", {})
+        valid, counts, section = results.get("valid"), results.get("anomaly_counts", {}), results.get("liveness")
         if valid is False:
             checked = check_in_memory(run_dir)
     verdict = "valid" if valid is True else "invalid" if valid is False else "unknown"
+    live, kinds = liveness_of(section)
     return RunResult(run_dir, *configuration(test), verdict, {k: int(v) for k, v in counts.items()},
-                     None if checked is None else checked.first_detection_s)
+                     None if checked is None else checked.first_detection_s, live, kinds)
+
+
+def liveness_of(section: object) -> tuple[str | None, dict[str, int]]:
+    """(verdict, findings by kind) of a results.json liveness section; one written before the
+    verdict existed counts its fatal markers (`findings`)."""
+    if not isinstance(section, dict):
+        return None, {}
+    kinds = section.get("kinds")
+    if not isinstance(kinds, dict):
+        kinds = {"fatal-marker": int(section.get("findings") or 0)}
+    kinds = {str(k): int(v) for k, v in kinds.items() if isinstance(v, int) and v}
+    verdict = section.get("verdict")
+    if verdict not in ("ok", "failed", "unknown"):
+        verdict = "failed" if kinds else "ok"
+    return verdict, kinds
 
 
 def _json(path: Path) -> dict:

@@ -12,9 +12,10 @@ from harness.compare.table import Row
 
 FORMATS = ("text", "json", "markdown")
 HEADER = ("system", "truncation", "faults", "runs", "invalid", "invalid rate [95% CI]", "p (Fisher) vs",
-          "median first detection", "anomalies (runs: total)")
+          "median first detection", "liveness failed", "anomalies (runs: total)")
 CSV_COLUMNS = ("system", "truncation", "faults", "runs", "invalid", "unknown", "crashed", "invalid_rate",
-               "ci_low", "ci_high", "anomalies", "p_value", "versus", "median_first_detection_s")
+               "ci_low", "ci_high", "anomalies", "p_value", "versus", "median_first_detection_s",
+               "liveness_judged", "liveness_failed", "liveness_findings")
 
 
 def render(table: list[Row], form: str = "text", against: str | None = None) -> str:
@@ -45,7 +46,7 @@ def to_text(table: list[Row], against: str | None = None) -> str:
 def to_markdown(table: list[Row], against: str | None = None) -> str:
     def line(cells: tuple[str, ...]) -> str:
         return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
-    align = ["---", "---", "---", "---:", "---:", "---", "---", "---:", "---"]
+    align = ["---", "---", "---", "---:", "---:", "---", "---", "---:", "---", "---"]
     return "\n".join([line(HEADER), "|" + "|".join(align) + "|", *(line(_cells(row)) for row in table), "",
                       f"_{legend(against)}._"]) + "\n"
 
@@ -62,7 +63,9 @@ def as_dict(row: Row) -> dict[str, Any]:
             "p_value": row.p_value, "versus": row.versus,
             "median_first_detection_s": row.median_first_detection_s,
             "runs_by_anomaly": dict(sorted(row.runs_by_anomaly.items())),
-            "anomaly_totals": dict(sorted(row.anomaly_totals.items()))}
+            "anomaly_totals": dict(sorted(row.anomaly_totals.items())),
+            "liveness_judged": row.liveness_judged, "liveness_failed": row.liveness_failed,
+            "runs_by_liveness": dict(sorted(row.runs_by_liveness.items()))}
 
 
 def to_csv(table: list[Row]) -> str:
@@ -75,7 +78,9 @@ def to_csv(table: list[Row]) -> str:
                          f"{row.invalid_rate:.4f}", f"{low:.4f}", f"{high:.4f}",
                          ";".join(f"{k}={v}" for k, v in sorted(row.anomaly_totals.items())),
                          "" if row.p_value is None else f"{row.p_value:.6g}", row.versus or "",
-                         "" if row.median_first_detection_s is None else f"{row.median_first_detection_s:.3f}"])
+                         "" if row.median_first_detection_s is None else f"{row.median_first_detection_s:.3f}",
+                         row.liveness_judged, row.liveness_failed,
+                         ";".join(f"{k}={v}" for k, v in sorted(row.runs_by_liveness.items()))])
     return out.getvalue()
 
 
@@ -107,4 +112,13 @@ def _cells(row: Row) -> tuple[str, ...]:
     median = "-" if row.median_first_detection_s is None else seconds(row.median_first_detection_s)
     rate = f"{row.invalid_rate:.2f} [{low:.2f}, {high:.2f}]" if row.judged else "- (no run with a verdict)"
     return (row.system, row.truncation, row.faults, runs_cell(row), str(row.invalid), rate, p_cell(row), median,
-            anomalies or "-")
+            liveness_cell(row), anomalies or "-")
+
+
+def liveness_cell(row: Row) -> str:
+    """`2 (unavailable 2, no-recovery 1)`: the runs that failed liveness, then the runs per finding;
+    `-` when no run was judged."""
+    if not row.liveness_judged:
+        return "-"
+    kinds = ", ".join(f"{k} {n}" for k, n in sorted(row.runs_by_liveness.items(), key=lambda kv: (-kv[1], kv[0])))
+    return f"{row.liveness_failed}" + (f" ({kinds})" if kinds else "")

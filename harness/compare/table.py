@@ -1,11 +1,12 @@
 """Runs grouped by configuration (system, truncation, faults): how many, how many invalid,
-the invalid-run rate with its Wilson 95% interval, the anomalies found, and the median
-time to first detection; in the order of harness/compare/order.py. The p-value columns
+the invalid-run rate with its Wilson 95% interval, the anomalies found, the median
+time to first detection, and how many runs failed liveness (results.json's liveness
+verdict, beside safety) with the runs per liveness finding; in the order of harness/compare/order.py. The p-value columns
 are filled in by harness/compare/significance.py."""
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable
 
 from harness.compare.collect import RunResult
@@ -28,6 +29,9 @@ class Row:
     median_first_detection_s: float | None = None  # harness.detection.median_s of the invalid runs
     p_value: float | None = None  # Fisher's exact test of this row's rate against `versus`'s
     versus: str | None = None  # the row tested against, named SYSTEM:TRUNCATION (same fault group)
+    liveness_judged: int = 0  # runs with a liveness verdict of ok or failed
+    liveness_failed: int = 0  # runs whose liveness verdict is failed (beside safety)
+    runs_by_liveness: dict[str, int] = field(default_factory=dict)  # liveness finding kind -> runs that had it
 
     @property
     def judged(self) -> int:
@@ -57,7 +61,11 @@ def rows(results: Iterable[RunResult]) -> list[Row]:
                 if n:
                     by_anomaly[name] += 1
                     totals[name] += n
+        by_kind: Counter[str] = Counter(kind for r in runs for kind, n in r.liveness_kinds.items() if n)
         table.append(Row(system, truncation, faults, len(runs), verdicts["invalid"], verdicts["unknown"],
                          verdicts["crashed"], dict(by_anomaly), dict(totals),
-                         median_s(r.first_detection_s for r in runs if r.verdict == "invalid")))
+                         median_s(r.first_detection_s for r in runs if r.verdict == "invalid"),
+                         liveness_judged=sum(r.liveness in ("ok", "failed") for r in runs),
+                         liveness_failed=sum(r.liveness == "failed" for r in runs),
+                         runs_by_liveness=dict(by_kind)))
     return table

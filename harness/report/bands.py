@@ -8,8 +8,11 @@ the history). Then faults are opened and closed:
 | opened by | kind | closed by |
 |---|---|---|
 | `start-partition` | partition | `stop-partition` with the same grudge (else the oldest open partition) |
+| `start-client-partition` | client-partition | `stop-client-partition` with the same grudge (else the oldest open one); a `stop-partition` too (it heals the whole network) |
 | `pause` | pause | `resume` of its nodes; a `kill`, `power-cut` or `stop` of its nodes |
 | `kill`, `power-cut`, `stop` (clean) | kill, power-cut, stop | `start` of its nodes |
+| `start-netem` | netem | `stop-netem` of its nodes |
+| `start-reassign` | reassign | `stop-reassign` of the same topic-partition (else the oldest open one) |
 
 A node-keyed fault is closed for the nodes the closing action names, where that
 action ended; its other nodes stay in a band of their own from there on (a
@@ -21,7 +24,9 @@ started again on a node that already has one open closes the older one where its
 action ended (a history that records a kill as kill-and-restart in one action); a
 fault still open when the history ends lasts to its end. Scenarios (`leader-bounce`, `zombie`, `fast-leader-change`) are
 bands of kind `scenario` from their invoke to their info; their steps are faults
-like any other, marked with the scenario's name. Waits (`await-*`) are not faults.
+like any other, marked with the scenario's name; so are the clean restarts (`restart`,
+`rolling-restart`: nemesis/restarts.py), whose stops and starts are bands of kind stop.
+Waits (`await-*`) are not faults.
 Any other action is a band of its own kind, from invoke to info.
 """
 from __future__ import annotations
@@ -31,13 +36,19 @@ from typing import Any, Iterable
 
 
 FAULT_STARTS = {"start-partition": "partition", "pause": "pause", "kill": "kill",
-                "power-cut": "power-cut", "stop": "stop"}
+                "power-cut": "power-cut", "stop": "stop", "start-client-partition": "client-partition",
+                "start-netem": "netem", "start-reassign": "reassign"}
 FAULT_STOPS = {"stop-partition": ("partition",), "resume": ("pause",),
-               "start": ("kill", "power-cut", "stop")}
+               "start": ("kill", "power-cut", "stop"), "stop-client-partition": ("client-partition",),
+               "stop-netem": ("netem",), "stop-reassign": ("reassign",)}
+# Faults keyed by a value of their own (a grudge, a topic-partition), not by nodes: a stop closes
+# the open one with the same key, else the oldest; a `stop-partition` heals every cut.
+KEYED = {"partition": ("stop-partition",), "client-partition": ("stop-client-partition", "stop-partition"),
+         "reassign": ("stop-reassign",)}
 # A fault start that also ends other faults of its nodes: a process killed or stopped
 # is no longer paused.
 ENDS_ON_START = {"kill": ("pause",), "power-cut": ("pause",), "stop": ("pause",)}
-SCENARIOS = ("leader-bounce", "zombie", "fast-leader-change")
+SCENARIOS = ("leader-bounce", "zombie", "fast-leader-change", "restart", "rolling-restart")
 HEAL = "heal"
 SCENARIO = "scenario"
 
@@ -123,22 +134,26 @@ def nemesis_bands(ops: Iterable[NemesisOp], end_time: int) -> list[Band]:
         f = action.f
         if f in FAULT_STARTS:
             kind = FAULT_STARTS[f]
-            key = _grudge(action.value) if kind == "partition" else _nodes(action.value)
+            key = _key(kind, action.value) if kind in KEYED else _nodes(action.value)
             if isinstance(action.value, dict) and "skipped" in action.value:
                 continue  # nothing was hit (a `leader` target without a leader)
-            if kind != "partition":
+            if kind not in KEYED:
                 for entry in [e for e in open_faults if e[0] == kind and set(e[2]) & set(key)]:
                     close(entry, entry[1].end)
                 close_nodes(ENDS_ON_START.get(f, ()), set(key), action.end)
             open_faults.append((kind, action, key))
         elif f in FAULT_STOPS:
             kinds = FAULT_STOPS[f]
-            if f == "stop-partition":
-                candidates = [e for e in open_faults if e[0] == "partition"]
-                same = [e for e in candidates if e[2] == _grudge(action.value)]
-                closing = (same or candidates)[:1]
-                for entry in closing:
-                    close(entry, action.end)
+            if kinds[0] in KEYED:
+                for kind in [k for k, stops in KEYED.items() if f in stops]:
+                    candidates = [e for e in open_faults if e[0] == kind]
+                    if kind != kinds[0]:  # healed along (a stop-partition heals client cuts): all of them
+                        closing = candidates
+                    else:
+                        same = [e for e in candidates if e[2] == _key(kind, action.value)]
+                        closing = (same or candidates)[:1]
+                    for entry in closing:
+                        close(entry, action.end)
             else:
                 close_nodes(kinds, set(_nodes(action.value)), action.end)
         elif f == HEAL:
@@ -164,18 +179,29 @@ def _grudge(value: Any) -> Any:
     return value.get("grudge") if isinstance(value, dict) else None
 
 
+def _key(kind: str, value: Any) -> Any:
+    """What a keyed fault's stop names it by: the grudge, or the topic-partition (reassign)."""
+    if kind == "reassign":
+        if isinstance(value, dict) and value.get("topic") is not None and value.get("partition") is not None:
+            return f"{value['topic']}-{value['partition']}"
+        return None
+    return _grudge(value)
+
+
 def _scenario(value: Any) -> str | None:
     name = value.get("scenario") if isinstance(value, dict) else None
     return name if isinstance(name, str) else None
 
 
 def _label(kind: str, key: Any) -> str:
-    if kind == "partition":
+    if kind == "reassign":
+        return f"reassign {key}" if key else "reassign"
+    if kind in ("partition", "client-partition"):
         if isinstance(key, dict) and key:
             cut = "; ".join(f"{node} x {','.join(map(str, peers)) if isinstance(peers, list) else peers}"
                             for node, peers in sorted(key.items()))
-            return f"partition {cut}"
-        return "partition"
+            return f"{kind} {cut}"
+        return kind
     return f"{kind} {','.join(key)}" if key else kind
 
 

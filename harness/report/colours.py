@@ -9,8 +9,9 @@ from harness.report.bands import HEAL, SCENARIO
 TYPE_COLOURS = {"ok": "#4C8BE8", "fail": "#E5396B", "info": "#F5A623"}
 FAULT_COLOURS = {"partition": "#C9A227", "pause": "#8E6CC4", "kill": "#D1495B",
                  "power-cut": "#6B4226", "stop": "#EE8434", HEAL: "#2A9D8F",
-                 SCENARIO: "#1982C4"}
-SPARE_COLOURS = ("#7FB800", "#00A6ED", "#F6511D", "#A23B72", "#3B1F2B", "#6D9DC5")
+                 SCENARIO: "#1982C4", "client-partition": "#7FB800", "netem": "#00A6ED",
+                 "reassign": "#A23B72"}
+SPARE_COLOURS = ("#F6511D", "#3B1F2B", "#6D9DC5", "#9C6644", "#5F0F40", "#0B6E4F")
 
 
 def fault_colour(kind: str, spare: dict[str, str]) -> str:

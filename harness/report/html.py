@@ -47,6 +47,7 @@ def render_report(inputs: RunInputs, scan: ScannedHistory, bands: list[Band],
         _header(name, inputs, results),
         _anomalies(results, traces or {}),
         _linearizability(results),
+        _liveness(results),
         _plots(plots),
         _faults(bands),
         _summary(name, inputs, scan, bands, results, lag),
@@ -63,6 +64,7 @@ def _header(name: str, inputs: RunInputs, results: dict[str, Any]) -> str:
              f'<p id="verdict">verdict: {verdict_badge(valid)} <span class="muted">&mdash; '
              f'{esc(_VERDICT_MEANS[verdict_word(valid)])}</span></p>',
              f'<p class="muted">Contents: <a href="#anomalies-section">anomalies</a> &middot; '
+             f'<a href="#liveness-section">liveness</a> &middot; '
              f'<a href="#plots-section">plots</a> &middot; <a href="#faults-section">faults</a> &middot; '
              f'<a href="#run-section">the run</a> &middot; <a href="#config-section">configuration</a> &middot; '
              f'<a href="#files-section">files</a> &middot; <a href="{HISTORY_PAGE}">history viewer</a> &middot; '
@@ -285,6 +287,54 @@ def _linearizability(results: dict[str, Any]) -> str:
             "operations that cannot be put in such an order, why, and links to their lines.</p>"
             "<table><tr><th>partition</th><th>method</th><th></th></tr>"
             f"{''.join(rows)}</table>")
+
+
+_LIVENESS_KINDS = {
+    "fatal-marker": "a node's log says the system gave up on a partition or on itself",
+    "unavailable": "a partition acknowledged no write for longer than the threshold, with no fault to explain it",
+    "no-recovery": "after the final heal, writes to a partition were sent and none was acknowledged",
+    "stuck-consumer": "a consumer's realtime lag at its last poll, after the final heal, above the threshold",
+}
+
+
+def _liveness(results: dict[str, Any]) -> str:
+    """The liveness verdict (beside safety, never part of the verdict above) and its findings."""
+    section = results.get("liveness")
+    head = '<h2 id="liveness-section">Liveness</h2>'
+    if not isinstance(section, dict):
+        return head + '<p class="muted">Not judged (no liveness section in results.json).</p>'
+    verdict = section.get("verdict") or ("failed" if section.get("findings") else "ok")
+    th = section.get("thresholds") or {}
+    colour = {"ok": "valid", "failed": "invalid"}.get(verdict, "unknown")
+    parts = [head, f'<p id="liveness-verdict">liveness: <span class="verdict {colour}" data-liveness="{esc(verdict)}">{esc(str(verdict).upper())}'
+                   f'</span> <span class="muted">&mdash; whether the cluster went on working: a verdict of its '
+                   f'own, beside safety, never part of the verdict above</span></p>']
+    kinds = section.get("kinds") or {}
+    rows = "".join(f"<tr><td>{esc(kind)}</td><td>{esc(why)}</td><td>{_count(kinds.get(kind, 0))}</td></tr>"
+                   for kind, why in _LIVENESS_KINDS.items())
+    parts.append(f'<table id="liveness-kinds"><tr><th>finding</th><th>meaning</th><th>count</th></tr>{rows}</table>')
+    if th:
+        parts.append(f'<p class="muted">Thresholds: no ack for {th.get("unavailable_s", "?")} s outside every '
+                     f'fault band and the {th.get("grace_s", "?")} s after it; a lag above '
+                     f'{th.get("stuck_lag_s", "?")} s.</p>')
+    items = [f"<li>{esc(m.get('node', ''))}: <code>{esc(m.get('line', ''))}</code></li>"
+             for m in section.get("fatal_markers") or []]
+    items += [f"<li>{esc(w['partition'])}: no write acknowledged from {w['from_s']:g} s to {w['to_s']:g} s; "
+              f"from {w['unexplained'][0]:g} s to {w['unexplained'][1]:g} s no fault explains it</li>"
+              for w in section.get("unavailable") or []]
+    recovery = section.get("recovery") or {}
+    items += [f"<li>{esc(key)}: no write acknowledged after the final heal</li>"
+              for key, seconds in (recovery.get("partitions") or {}).items() if seconds is None]
+    items += [f"<li>consumer {esc(str(c['process']))}: {c['lag_s']:g} s behind at its last poll "
+              f"({c['last_poll_s']:g} s; worst {c['worst_lag_s']:g} s)</li>" for c in section.get("stuck_consumers") or []]
+    if items:
+        parts.append(f'<ul id="liveness-findings">{"".join(items)}</ul>')
+    done = {k: v for k, v in (recovery.get("partitions") or {}).items() if v is not None}
+    if done:
+        shown = ", ".join(f"{esc(k)} {v:g} s" for k, v in done.items())
+        parts.append(f'<p class="muted">Recovery: from the final heal ({recovery.get("healed_at_s", 0):g} s) to '
+                     f'the first acknowledged write: {shown}.</p>')
+    return "".join(parts)
 
 
 def _plots(plots: list[PlotFile]) -> str:

@@ -171,7 +171,8 @@ def _main_heal_and_final_reads(spec: TestSpec, cluster: Cluster, recorder: Recor
     try:
         nemesis = (Nemesis(cluster, make_schedule(spec.nemesis.schedule, spec.faults, spec.nemesis.interval,
                                                   list(spec.nemesis.script) or None),
-                           recorder, seed=spec.seed, topic=spec.topic.name, timeout=spec.timeouts.heal)
+                           recorder, seed=spec.seed, topic=spec.topic.name, timeout=spec.timeouts.heal,
+                           group=spec.consumer.group, netem=dict(spec.nemesis.netem))
                    if spec.faults or spec.nemesis.schedule == "scripted" else None)
     except ClusterConfigError as e:
         raise BadInput(str(e)) from None
@@ -199,6 +200,16 @@ def _main_heal_and_final_reads(spec: TestSpec, cluster: Cluster, recorder: Recor
             outcome.last_op_at = time.monotonic()
             progress.phase("heal")
     log.info("healed: %s", guard.result)
+    if nemesis is not None or spec.clients.crash_interval:  # faults, or clients crashed: let them recover
+        progress.phase("recover")
+        began = time.monotonic()
+        recovered = traffic.recover(spec.timeouts.quiesce)
+        log.info("recovery after the final heal: %s in %.1f s", "done" if recovered else "not done",
+                 time.monotonic() - began)
+        if not recovered:
+            outcome.problems.append(f"recovery: within {spec.timeouts.quiesce:g} s of the final heal, not every "
+                                    "partition acknowledged a write or the consumers did not catch up "
+                                    "(results.json's liveness section says which)")
     for crash in crashes:
         outcome.failures.append(f"the nemesis crashed: {type(crash).__name__}: {crash}; its faults stopped there "
                                 f"(healed as usual; the traceback is in {LOG_FILE})")

@@ -22,7 +22,8 @@ BACKENDS = ("netns", "process", "docker", "ssh")
 TRUNCATIONS = ("hw", "kip101", "kip279", "kip320", "release")  # release: a stock Kafka release's own protocol
 FLUSHES = ("os", "fsync", "lazy")
 SCHEDULES = ("fixed", "random", "scripted")
-CONSUMER_MODES = ("assign", "subscribe")
+CONSUMER_MODES = ("assign", "subscribe", "mixed")
+PRODUCER_CLIENTS = ("shared", "per-process")
 PARTITION_CHOICES = ("round-robin", "random", "key")
 CHECKER_KEYS = ("invalid", "linearizability", "linear_method", "search_budget")
 MAX_SECONDS = 366 * 24 * 3600.0  # a year: beyond it a wait overflows the clock's timeout (threading.TIMEOUT_MAX)
@@ -55,6 +56,7 @@ class NemesisSettings:
     schedule: str = "random"
     interval: float = 10.0
     script: tuple[Mapping[str, Any], ...] = ()
+    netem: Mapping[str, Any] = field(default_factory=dict)  # the netem fault's settings (docs/NEMESIS.md)
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,20 @@ class ProducerSettings:
 class ConsumerSettings:
     processes: int = 1  # 0: no consumer workload
     mode: str = "assign"
+    group: str = "fencepost"  # the consumer group of subscribe mode (and the group-coordinator target's)
+    subscribe_p: float = 0.5  # mixed mode: the chance a process opening its consumer subscribes (else assigns)
+    commit_interval: float = 1.0  # a subscribed member commits what it read at most this often, seconds
+
+
+# A producer client per process costs nothing up to this concurrency and most of the throughput
+# beyond (bench/workload_bench.py, docs/WORKLOADS.md): the default below, one shared client above.
+PER_PROCESS_UP_TO = 10
+
+
+@dataclass(frozen=True)
+class ClientSettings:
+    producer: str = ""  # "": per-process up to PER_PROCESS_UP_TO processes, else shared; or either named
+    crash_interval: float = 0.0  # mean seconds between client crashes (Jepsen's --crash-clients); 0: none
 
 
 @dataclass(frozen=True)
@@ -104,6 +120,7 @@ class TestSpec:
     nemesis: NemesisSettings = NemesisSettings()
     producer: ProducerSettings = ProducerSettings()
     consumer: ConsumerSettings = ConsumerSettings()
+    clients: ClientSettings = ClientSettings()
     timeouts: PhaseTimeouts = PhaseTimeouts()
     checker: Mapping[str, Any] = field(default_factory=dict)  # test.json's checker section, as is
     notes: tuple[str, ...] = ()  # what the defaults decided that a person should know
@@ -117,11 +134,12 @@ class TestSpec:
         """What test.json holds (DESIGN.md §3.1): the spec, plus the checker's inputs."""
         data = asdict(self)
         data["nemesis"]["script"] = [dict(step) for step in self.nemesis.script]
+        data["nemesis"]["netem"] = dict(self.nemesis.netem)
         return data
 
 
 SECTIONS = {"topic": TopicSettings, "nemesis": NemesisSettings, "producer": ProducerSettings,
-            "consumer": ConsumerSettings, "timeouts": PhaseTimeouts}
+            "consumer": ConsumerSettings, "clients": ClientSettings, "timeouts": PhaseTimeouts}
 
 
 def load_toml(path: Path) -> dict[str, Any]:
@@ -182,6 +200,10 @@ def _section(cls: type, data: Mapping[str, Any], name: str) -> Any:
             if not isinstance(value, list) or not all(isinstance(step, dict) for step in value):
                 raise BadInput("nemesis.script must be a list of tables ([[nemesis.script]] with at and action)")
             values[key] = tuple(dict(step) for step in value)
+        elif cls is NemesisSettings and key == "netem":
+            if not isinstance(value, dict):
+                raise BadInput("nemesis.netem must be a table of settings ([nemesis.netem] with delay_ms, ...)")
+            values[key] = dict(value)
         else:
             values[key] = _typed(f"{name}.{key}", value, known[key].type, key)
     return cls(**values)
@@ -227,6 +249,9 @@ def _defaults_filled(spec: TestSpec, faults_given: bool) -> TestSpec:
                          f"{'kill and pause only' if not faults_given else 'refused if it partitions'} "
                          f"({why_not_netns}; for netns run scripts/provision as root)")
     flush = spec.flush or ("lazy" if "power-cut" in spec.faults else "os")
+    if not spec.clients.producer:
+        chosen = "per-process" if spec.concurrency <= PER_PROCESS_UP_TO else "shared"
+        spec = replace(spec, clients=replace(spec.clients, producer=chosen))
     truncation = spec.truncation or ("release" if is_kafka(spec.system) else "kip320")
     return replace(spec, backend=backend, flush=flush, truncation=truncation, notes=tuple(notes))
 
@@ -283,6 +308,16 @@ def _checked(spec: TestSpec) -> TestSpec:
     c = spec.consumer
     need(0 <= c.processes <= MAX_PROCESSES, f"consumer.processes = {c.processes}: give 0..{MAX_PROCESSES}")
     need(c.mode in CONSUMER_MODES, f"consumer.mode = {c.mode!r}: choose one of {', '.join(CONSUMER_MODES)}")
+    need(bool(c.group) and c.group.isprintable() and len(c.group) <= 249,
+         f"consumer.group = {c.group!r}: give a group name of 1..249 printable characters")
+    need(0 <= c.subscribe_p <= 1, f"consumer.subscribe_p = {c.subscribe_p:g}: give a probability 0..1")
+    need(0 <= c.commit_interval <= MAX_SECONDS,
+         f"consumer.commit_interval = {c.commit_interval:g}: give seconds >= 0 (0: after every poll)")
+    k = spec.clients
+    need(k.producer in PRODUCER_CLIENTS,
+         f"clients.producer = {k.producer!r}: choose one of {', '.join(PRODUCER_CLIENTS)}")
+    need(0 <= k.crash_interval <= MAX_SECONDS,
+         f"clients.crash_interval = {k.crash_interval:g}: give mean seconds between client crashes, 0 for none")
     for phase in fields(PhaseTimeouts):
         seconds = getattr(spec.timeouts, phase.name)
         need(0 < seconds <= MAX_SECONDS, f"timeouts.{phase.name} = {seconds:g}: give seconds > 0, at most {MAX_SECONDS:g}")
@@ -313,7 +348,12 @@ def _numbers(data: Any, where: str) -> Any:
 def _check_nemesis(spec: TestSpec) -> None:
     from clusters.errors import ClusterConfigError
     from nemesis import make_schedule
+    from nemesis.netem import NetemOptions
     n = spec.nemesis
+    try:
+        NetemOptions.from_mapping(n.netem)
+    except ClusterConfigError as e:
+        raise BadInput(f"nemesis.netem: {e}") from None
     if not spec.faults and n.schedule != "scripted":
         return
     try:

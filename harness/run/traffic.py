@@ -3,14 +3,18 @@ recorder, driven by the scheduler (harness/scheduler.py) — and the final reads
 
 `start_traffic(spec, bootstrap, recorder, partitions) -> Traffic`: `run(limit)` in
 the caller's thread, `stop()` from any thread, `counts()` for the progress line,
-`close(timeout)` when the main phase is over (sends without a delivery report by
-then are recorded `info`). `write_final_reads` publishes the final reads whole or not
+`recover(timeout)` after the final heal (the traffic goes on, client crashes off, until
+every partition has acknowledged a write since and the consumers have read what was
+acknowledged before it, or the timeout), `close(timeout)` when the traffic is over
+(sends without a delivery report by then are recorded `info`). `write_final_reads` publishes the final reads whole or not
 at all (a temporary file, fsynced, renamed): a partition's read cut short by a killed
 harness would otherwise look complete, and the checkers would call the writes after
 the cut lost.
 """
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 from typing import Sequence
 
@@ -29,12 +33,33 @@ from workloads.recording import WorkloadConfigError
 QUIET_CLIENTS = {"log_level": 0}  # librdkafka's own log lines would interleave with the progress line
 
 
+RECOVER_SLICE_S = 0.2  # the recovery phase looks at its goal this often
+
+
 class Traffic:
-    def __init__(self, scheduler: Scheduler) -> None:
+    def __init__(self, scheduler: Scheduler, producer: ProducerWorkload, consumer: ConsumerWorkload | None) -> None:
         self.scheduler = scheduler
+        self.producer = producer
+        self.consumer = consumer
 
     def run(self, time_limit: float) -> None:
         self.scheduler.run(time_limit)
+
+    def recover(self, timeout: float) -> bool:
+        """After the final heal: traffic as in the main phase (no client crashes) until every
+        partition acknowledged a write since now and the consumers read everything acknowledged
+        before now; whether that happened within `timeout` seconds (the history tells the rest)."""
+        healed = time.monotonic()
+        targets = dict(self.producer.highest_acked)
+        partitions = self.producer.partitions
+        self.scheduler.stop_crashes()
+        deadline = healed + timeout
+        while (left := deadline - time.monotonic()) > 0 and not self.scheduler.stopped:
+            self.scheduler.run(min(RECOVER_SLICE_S, left))
+            acked = all(self.producer.acked_at.get(p, 0.0) > healed for p in partitions)
+            if acked and (self.consumer is None or self.consumer.caught_up(targets)):
+                return True
+        return False
 
     def stop(self) -> None:
         self.scheduler.stop()
@@ -56,16 +81,21 @@ def start_traffic(spec: TestSpec, bootstrap: str, recorder: Recorder, partitions
             ProducerOptions(topic=spec.topic.name, idempotent=p.idempotent, retries=p.retries,
                             max_in_flight=p.max_in_flight, linger_ms=p.linger_ms, batch_messages=p.batch_messages,
                             message_timeout_ms=p.message_timeout_ms, request_timeout_ms=p.request_timeout_ms,
-                            partition_choice=p.partition_choice, librdkafka=QUIET_CLIENTS),
+                            partition_choice=p.partition_choice, client=spec.clients.producer,
+                            librdkafka=QUIET_CLIENTS),
             seed=spec.seed)
         lanes = [Lane(producer, spec.rate)]
+        consumer = None
         if spec.consumer.processes:
-            options = ConsumerOptions(topic=spec.topic.name, mode=spec.consumer.mode, librdkafka=QUIET_CLIENTS)
-            consumer = ConsumerWorkload(bootstrap, recorder, partitions, plan.consumers, options)
+            c = spec.consumer
+            options = ConsumerOptions(topic=spec.topic.name, mode=c.mode, group=c.group, subscribe_p=c.subscribe_p,
+                                      commit_interval_s=c.commit_interval, librdkafka=QUIET_CLIENTS)
+            consumer = ConsumerWorkload(bootstrap, recorder, partitions, plan.consumers, options, seed=spec.seed)
             lanes.append(Lane(consumer, consumer.poll_rate))
     except WorkloadConfigError as e:
         raise BadInput(str(e)) from None
-    return Traffic(Scheduler(lanes, seed=spec.seed))
+    crash_interval = spec.clients.crash_interval or None
+    return Traffic(Scheduler(lanes, seed=spec.seed, crash_interval=crash_interval), producer, consumer)
 
 
 def write_final_reads(spec: TestSpec, bootstrap: str, partitions: Sequence[int], path: Path) -> int:

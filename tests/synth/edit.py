@@ -260,6 +260,10 @@ def _shift_history(run: SynthRun, partition: int, after: int) -> None:
             start = value["from"].get(key)
             if isinstance(start, int) and start > after:
                 value["from"][key] = start + 1
+        elif line["f"] == "commit":
+            for entry in value["offsets"]:
+                if entry[1] == partition and entry[2] > after:
+                    entry[2] += 1
 
 
 def _add_to_polls(run: SynthRun, partition: int, after: int, value: str, epoch: int | None) -> None:

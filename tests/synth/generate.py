@@ -4,7 +4,9 @@ Owns a seeded discrete-event simulation of one topic: producer processes with on
 send in flight each, a leader per partition that appends, commits (advances its
 high watermark) and acks only committed records, leader changes that truncate
 the uncommitted tail, consumers that assign, poll committed records from their
-position, crash and re-assign, and a nemesis whose kills move leadership. It
+position, crash and re-assign (with `group`: as members of one consumer group that commit
+their positions and resume from the group's committed offsets), and a nemesis whose kills
+move leadership. It
 emits history.jsonl lines (DESIGN.md §3.2) and the final logs (§3.3) that such a
 cluster would leave, plus the ground truth (`Truth`) planters build on.
 
@@ -61,6 +63,9 @@ class GenConfig:
     uncommitted_tail: bool = False  # leaders end with appended, uncommitted records
     lagging_follower: bool = False  # one follower per partition ends far behind
     stale_follower: bool = False  # an old leader still holds its truncated tail
+    group: bool = False  # consumers are members of one group: commits, and resumes from committed offsets
+    p_commit: float = 0.3  # with group: a consumer's op after an ok poll is a commit of its positions
+    p_resume: float = 0.6  # with group: an assign resumes from the group's committed offsets
 
     def test_json(self, name: str | None = None) -> dict[str, Any]:
         return {"name": name or f"synth-{self.seed}",
@@ -142,7 +147,7 @@ class _Part:
 
 
 class _Consumer:
-    __slots__ = ("process", "positions", "pending", "speed", "batch")
+    __slots__ = ("process", "positions", "pending", "speed", "batch", "polled")
 
     def __init__(self, process: int, speed: float, batch: int) -> None:
         self.process = process
@@ -150,6 +155,10 @@ class _Consumer:
         self.pending: tuple[str, Any] | None = None  # the op in flight
         self.speed = speed
         self.batch = batch
+        self.polled = False  # its last op was an ok poll (a commit may follow)
+
+
+GROUP = "synth"  # the consumer group of `GenConfig.group`
 
 
 def _pick(rng: random.Random, items: list, valid: Callable[[Any], bool]) -> Any:
@@ -193,6 +202,9 @@ class _Sim:
         self.leader_changes = 0
         self.truncated_records = 0
         self.offset_gaps = 0
+        self.committed: dict[int, int] = {}  # the group coordinator: partition -> committed offset
+        self.commits = 0
+        self.resumes = 0
 
     # -- history lines --------------------------------------------------------
 
@@ -377,6 +389,10 @@ class _Sim:
 
     def invoke_consumer(self, cn: _Consumer) -> None:
         rng = self.rng
+        polled, cn.polled = cn.polled, False
+        if self.c.group and polled and cn.positions and rng.random() < self.c.p_commit:
+            self.invoke_commit(cn)
+            return
         r = rng.random()
         if cn.positions is None or r < self.c.p_reassign:
             self.invoke_assign(cn)
@@ -387,22 +403,53 @@ class _Sim:
             self.emit(cn.process, "invoke", "poll", None)
             cn.pending = ("poll", None)
 
+    def _offset_at(self, p: int, entry: int) -> int:
+        """The offset of committed entry `entry` of partition p (its high watermark at the end)."""
+        part = self.parts[p]
+        return part.offsets[entry] if entry < part.hw_n else part.hw_offset()
+
+    def invoke_commit(self, cn: _Consumer) -> None:
+        """A group member commits its positions (the next offset to read). The coordinator takes a
+        commit at its invoke: an ok one always, an info one half of the time, a failed one never."""
+        rng = self.rng
+        offsets = [[self.c.topic, p, self._offset_at(p, e)] for p, e in sorted(cn.positions.items())]
+        r = rng.random()
+        outcome = "ok" if r < 0.85 else "info" if r < 0.95 else "fail"
+        if outcome == "ok" or (outcome == "info" and rng.random() < 0.5):
+            for _, p, o in offsets:
+                self.committed[p] = o
+        value = {"group": GROUP, "offsets": offsets}
+        self.emit(cn.process, "invoke", "commit", value)
+        cn.pending = ("commit", (value, outcome))
+        self.commits += 1
+
     def invoke_assign(self, cn: _Consumer) -> None:
         rng = self.rng
         partitions = list(range(self.c.partitions))
         if len(partitions) > 1 and rng.random() < 0.3:
             partitions = sorted(rng.sample(partitions, rng.randint(1, len(partitions) - 1)))
-        if rng.random() < 0.7:
-            start: Any = "beginning"
-            positions = {p: 0 for p in partitions}
-        else:
+        if self.c.group and rng.random() < self.c.p_resume:
+            # A rebalance gave them: each from the group's committed offset (0 without one).
             start, positions = {}, {}
             for p in partitions:
                 part = self.parts[p]
-                entry = rng.randint(0, part.hw_n)
-                positions[p] = entry
-                start[f"{self.c.topic}-{p}"] = part.offsets[entry] if entry < part.hw_n else part.hw_offset()
-        value = {"partitions": [[self.c.topic, p] for p in partitions], "from": start}
+                offset = self.committed.get(p, 0)
+                positions[p] = bisect.bisect_left(part.offsets, offset, 0, part.hw_n)
+                start[f"{self.c.topic}-{p}"] = offset
+            value = {"partitions": [[self.c.topic, p] for p in partitions], "from": start, "group": GROUP}
+            self.resumes += 1
+        else:
+            if rng.random() < 0.7:
+                start: Any = "beginning"
+                positions = {p: 0 for p in partitions}
+            else:
+                start, positions = {}, {}
+                for p in partitions:
+                    part = self.parts[p]
+                    entry = rng.randint(0, part.hw_n)
+                    positions[p] = entry
+                    start[f"{self.c.topic}-{p}"] = part.offsets[entry] if entry < part.hw_n else part.hw_offset()
+            value = {"partitions": [[self.c.topic, p] for p in partitions], "from": start}
         self.emit(cn.process, "invoke", "assign", value)
         cn.pending = ("assign", (value, positions))
 
@@ -414,12 +461,18 @@ class _Sim:
             cn.positions = None
         elif kind == "assign":
             value, positions = data
-            self.emit(cn.process, "ok", "assign", value)
+            self.emit(cn.process, "ok", "assign", _copied(value))  # a line's value of its own
             cn.positions = positions
+        elif kind == "commit":
+            value, outcome = data
+            error = None if outcome == "ok" else ("REBALANCE_IN_PROGRESS" if outcome == "fail"
+                                                  else "request timed out")
+            self.emit(cn.process, outcome, "commit", _copied(value), error)
         elif self.rng.random() < 0.03:
             self.emit(cn.process, "info", "poll", None, "poll timed out")
         else:
             self.emit(cn.process, "ok", "poll", {"records": self.poll_records(cn)})
+            cn.polled = True
 
     def poll_records(self, cn: _Consumer) -> list[dict[str, Any]]:
         rng = self.rng
@@ -563,6 +616,11 @@ class _Sim:
                 part.senders[i].truth.final_offsets.append(part.offsets[i])
         truth.duplicate_copies = sum(max(0, len(s.final_offsets) - 1) for s in self.sends.values())
         return truth
+
+
+def _copied(value: Any) -> Any:
+    """A copy of a line's value, so that editing one line (a planter) never edits another."""
+    return orjson.loads(orjson.dumps(value))
 
 
 def _always(_: Any) -> bool:

@@ -382,6 +382,94 @@ def unseen(run: SynthRun, rng: random.Random) -> Planted:
                                        "story": f"{v} acked at {o} after the last poll"})
 
 
+# -- consumer groups ------------------------------------------------------------------
+#
+# Both plant by moving where a group member resumes (its assign's `from` offset) out of what
+# the group's commits allow, using bounds read off the history alone: every offset the group's
+# committed offset may hold when the member resumes is the offset of a commit that did not fail
+# and was invoked before the assign ended — or 0, unless an ok commit completed before the
+# member's previous op (the poll in which it asked) began; an ok commit that completed before
+# another such commit was invoked is overwritten by it.
+
+
+def _group_resumes(run: SynthRun) -> list[tuple[OpRef, int, int]]:
+    """(the assign, its partition, where its member asked: the invoke of its last op before it
+    that is not an assign) of every ok resume of a group member from committed offsets."""
+    found = []
+    asked: dict[Any, int] = {}
+    for op in pair_ops(run.history):  # in invoke order; one op at a time per process
+        v = op.invoke["value"]
+        if (op.f == "assign" and op.type == "ok" and isinstance(v, dict) and "group" in v
+                and isinstance(v.get("from"), dict)):
+            for topic, p in v["partitions"]:
+                found.append((op, p, asked.get(op.process, op.invoke["index"])))
+        if op.f != "assign":
+            asked[op.process] = op.invoke["index"]
+    return found
+
+
+def _group_commits(run: SynthRun, group: str, p: int) -> list[tuple[OpRef, int]]:
+    """(the commit, its offset of partition p) of group `group`, failed ones left out."""
+    out = []
+    for op in pair_ops(run.history):
+        if op.f == "commit" and op.type != "fail" and op.invoke["value"]["group"] == group:
+            out += [(op, o) for _, q, o in op.invoke["value"]["offsets"] if q == p]
+    return out
+
+
+def _known(run: SynthRun, p: int) -> list[int]:
+    return sorted({o for o, _, _ in run.final[p].read})
+
+
+def _set_resume(op: OpRef, p: int, topic: str, offset: int) -> None:
+    for line in (op.invoke, op.complete):
+        line["value"]["from"][f"{topic}-{p}"] = offset
+
+
+@_planter("commit-skip/ahead", A.COMMIT_SKIP)
+def commit_skip(run: SynthRun, rng: random.Random) -> Planted:
+    """A group member resumes just past a known offset above everything its group committed
+    (or could have): it skips that record, which no commit covered."""
+    candidates = []
+    for op, p, _ in _group_resumes(run):
+        ends = op.complete["index"]
+        high = max([o for c, o in _group_commits(run, op.invoke["value"]["group"], p)
+                    if c.invoke["index"] < ends] + [0])
+        above = [k for k in _known(run, p) if k >= high]
+        if above:
+            candidates.append((op, p, above[0] + 1, high))
+    op, p, f, high = _choose(rng, candidates, "group resume with a known offset above its commits")
+    _set_resume(op, p, run.topic, f)
+    return Planted(run, A.COMMIT_SKIP, p, {"offset": f, "ops": [op.indices()],
+                                            "story": f"resumed at {f}, above every commit (at most {high})"})
+
+
+@_planter("commit-reread/rewound", A.COMMIT_REREAD)
+def commit_reread(run: SynthRun, rng: random.Random) -> Planted:
+    """A group member resumes at a known offset below everything its group could have
+    committed, after an ok commit completed: it reads again what the commit covered."""
+    candidates = []
+    for op, p, asked in _group_resumes(run):
+        ends = op.complete["index"]
+        commits = [(c, o) for c, o in _group_commits(run, op.invoke["value"]["group"], p)
+                   if c.invoke["index"] < ends]
+        settled = [c for c, _ in commits if c.type == "ok" and c.complete["index"] < asked]
+        if not settled:
+            continue  # with no commit surely in effect, 0 is allowed
+        last_invoke = max(c.invoke["index"] for c in settled)
+        # an ok commit some later settled one was invoked after is overwritten: not a bound
+        live = [o for c, o in commits if not (c.type == "ok" and c.complete["index"] < asked
+                                              and c.complete["index"] < last_invoke)]
+        low = min(live)
+        below = [k for k in _known(run, p) if k < low]
+        if below:
+            candidates.append((op, p, below[-1], low))
+    op, p, f, low = _choose(rng, candidates, "group resume after an ok commit above a known offset")
+    _set_resume(op, p, run.topic, f)
+    return Planted(run, A.COMMIT_REREAD, p, {"offset": f, "ops": [op.indices()],
+                                              "story": f"resumed at {f}, below every commit (at least {low})"})
+
+
 def expected_invalid(planted: Planted) -> bool:
     """Whether the planted anomaly makes the run invalid by the default rule."""
     if planted.anomaly == A.UNSEEN:

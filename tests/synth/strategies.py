@@ -38,4 +38,5 @@ def gen_configs(draw: st.DrawFn, min_lines: int = 20, max_lines: int = 1_500,
         uncommitted_tail=draw(st.booleans()),
         lagging_follower=draw(st.booleans()),
         stale_follower=draw(st.booleans()),
+        group=draw(st.booleans()),
     )

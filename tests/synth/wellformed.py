@@ -6,7 +6,8 @@ time non-decreasing, at most one op in flight per process, completions match
 their invoke. `validity_problems`: the run is valid in the generator's sense: acked
 records sit in the final read at their offsets, reads show only what was written
 by a send that was not failed, consumers read contiguously, replicas agree below
-their high watermarks.
+their high watermarks, and a consumer group member resumes where the generator's
+coordinator stood (it takes a commit at the commit's invoke: every ok one, some info ones).
 """
 from __future__ import annotations
 
@@ -100,6 +101,44 @@ def validity_problems(run: SynthRun) -> list[str]:
             seen_values[(p, v)] = o
         problems += _replica_problems(p, pf)
     problems += _real_time_problems(run)
+    problems += _group_problems(run)
+    return problems
+
+
+def _group_problems(run: SynthRun) -> list[str]:
+    """A group member's resume (an assign naming its group, from committed offsets) must start at
+    what the coordinator may hold at the assign's invoke: the latest ok commit invoked before it,
+    or an info commit invoked after that one (taken or not), or 0 when no ok commit came first."""
+    outcome: dict[int, str] = {}  # invoke index -> the commit's completion type
+    pending: dict[Any, int] = {}
+    for line in run.history:
+        if line["f"] != "commit":
+            continue
+        if line["type"] == "invoke":
+            pending[line["process"]] = line["index"]
+        else:
+            outcome[pending.pop(line["process"])] = line["type"]
+    problems = []
+    commits: dict[tuple[str, int], list[tuple[int, int]]] = defaultdict(list)  # -> (invoke, offset)
+    for line in run.history:
+        v = line["value"]
+        if line["type"] != "invoke":
+            continue
+        if line["f"] == "commit":
+            for _, p, o in v["offsets"]:
+                commits[(v["group"], p)].append((line["index"], o))
+        elif line["f"] == "assign" and "group" in v and isinstance(v.get("from"), dict):
+            for _, p in v["partitions"]:
+                made = commits.get((v["group"], p), [])
+                oks = [i for i, (index, _) in enumerate(made) if outcome.get(index) == "ok"]
+                after = made[oks[-1]:] if oks else made
+                allowed = {o for index, o in after if outcome.get(index, "info") != "fail"}
+                if not oks:
+                    allowed.add(0)
+                offset = v["from"].get(f"{run.topic}-{p}")
+                if offset not in allowed:
+                    problems.append(f"line {line['index']}: process {line['process']} resumes partition {p} "
+                                    f"at {offset}, the coordinator held one of {sorted(allowed)}")
     return problems
 
 

@@ -18,7 +18,7 @@ import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from clusters.errors import ClusterConfigError, HostError
 from clusters.hosts.base import Host, HostSet
@@ -308,6 +308,73 @@ class KafkaSystem(System):
 
     def replica_log_lines(self, host: Host, timeout: float) -> list[bytes]:
         return read_replica_logs(host, f"{host.workdir}/data", timeout)
+
+    # -- roles and reassignment (nemesis/roles.py, nemesis/reassign.py) ------------------------------
+
+    def cannot(self, feature: str) -> str | None:
+        if feature in ("group-coordinator", "reassign"):
+            return None  # every release: FindCoordinator; reassignment by the admin API or ZooKeeper
+        return super().cannot(feature)
+
+    def active_controller(self, hosts: HostSet) -> str | None:
+        """ZooKeeper mode: the controller broker; KRaft: the quorum's leader (DescribeQuorum, asked of
+        the brokers, which forward it, then of the controllers)."""
+        if self.zookeeper_mode:
+            try:
+                return self.controller_broker(hosts)
+            except HostError:
+                return None
+        for host in [*self._brokers(hosts), *(h for h in hosts if not is_broker(h.name))]:
+            port = host.port("broker" if is_broker(host.name) else "controller",
+                             config.BROKER_PORT if is_broker(host.name) else config.CONTROLLER_PORT)
+            try:
+                leader = wire.quorum_leader(host.address, port, ASK_TIMEOUT_S)
+            except HostError:
+                continue
+            if leader != wire.UNKNOWN:
+                return node_name(leader)
+        return None
+
+    def group_coordinator(self, hosts: HostSet, group: str) -> str | None:
+        for host in self._brokers(hosts):
+            try:
+                code, node = wire.find_coordinator(host.address, host.port("broker", config.BROKER_PORT), group,
+                                                   ASK_TIMEOUT_S)
+            except HostError:
+                continue
+            if code == 0 and node >= 0:
+                return node_name(node)
+        return None
+
+    def reassign(self, hosts: HostSet, topic: str, partition: int, replicas: Sequence[str], timeout: float) -> None:
+        """From 2.4 the admin API (KIP-455), asked of the controller (ZooKeeper mode) or of any broker
+        (KRaft: it forwards); before, the znode /admin/reassign_partitions, which the controller
+        acts on (one reassignment at a time: refused while one is in progress)."""
+        ids = tuple(node_id(r) for r in replicas)
+        if not self.settings.release.at_least(2, 4):
+            with self._zookeeper(hosts, timeout) as zk:
+                if not zk.reassign(topic, partition, ids):
+                    raise HostError(f"ZooKeeper holds {'/admin/reassign_partitions'}: a reassignment is still in "
+                                    f"progress (Kafka {self.settings.version} moves one at a time)")
+            return
+        controller = self.controller_broker(hosts) if self.zookeeper_mode else None
+        brokers = self._brokers(hosts)
+        order = [h for h in brokers if h.name == controller] + [h for h in brokers if h.name != controller]
+        last = "no broker answered"
+        for host in order:
+            try:
+                code, message = wire.alter_partition_reassignment(
+                    host.address, host.port("broker", config.BROKER_PORT), topic, partition, ids,
+                    min(timeout, 10.0))
+            except HostError as e:
+                last = str(e)
+                continue
+            if code == 0:
+                return
+            last = f"error {code}: {message or ''}"
+            if code != wire.NOT_CONTROLLER:
+                break
+        raise HostError(f"Kafka refused to move {topic}-{partition} to {', '.join(replicas)}: {last}")
 
 
 def java_config_folders() -> set[str]:

@@ -1,12 +1,17 @@
 """A synchronous Kafka-protocol client for the cluster's control-plane questions to stock
 Kafka of any release from 0.10.2 to 4.x: Metadata (brokers, controller, leaders, leader
-epochs, ISRs) and CreateTopics.
+epochs, ISRs), CreateTopics, FindCoordinator (the broker coordinating a consumer group),
+AlterPartitionReassignments (KIP-455, from 2.4) and DescribeQuorum (the KRaft quorum's
+leader).
 
 Each question opens a connection, asks ApiVersions (v0, which every release answers) and then
-asks at the newest version both sides speak, capped below the flexible encodings (Metadata v7,
-CreateTopics v4) — so 0.10.2 is asked Metadata v2 and CreateTopics v1, 4.x Metadata v7.
-Fields a version lacks read as unknown: no leader epoch before Metadata v7 (Kafka 2.1), no
-controller before v1. kafka-python's generated classes make the bytes.
+asks at the newest version both sides speak, capped (`NEWEST`) below the flexible encodings
+where an older one exists (Metadata v7, CreateTopics v4, FindCoordinator v2) — so 0.10.2 is
+asked Metadata v2, CreateTopics v1 and FindCoordinator v0, 4.x Metadata v7.
+AlterPartitionReassignments and DescribeQuorum exist only in the flexible encoding (v0), which
+this client speaks too (request header v2, response header v1). Fields a version lacks read
+as unknown: no leader epoch before Metadata v7 (Kafka 2.1), no controller before v1.
+kafka-python's generated classes make the bytes.
 """
 from __future__ import annotations
 
@@ -16,14 +21,22 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from kafka.protocol.admin.topics import CreateTopicsRequest
+from kafka.protocol.admin.cluster import DescribeQuorumRequest
+from kafka.protocol.admin.topics import AlterPartitionReassignmentsRequest, CreateTopicsRequest
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest
+from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
 from kafka.protocol.metadata.metadata import MetadataRequest
 
 from clusters.errors import HostError
 from clusters.systems.framing import recv_exactly
 
-NEWEST = {MetadataRequest: 7, CreateTopicsRequest: 4}  # the newest version read: never a flexible one
+# The newest version asked: never a flexible one where an older version exists.
+NEWEST = {MetadataRequest: 7, CreateTopicsRequest: 4, FindCoordinatorRequest: 2,
+          AlterPartitionReassignmentsRequest: 0, DescribeQuorumRequest: 0}
+COORDINATOR_NOT_AVAILABLE = 15
+NOT_COORDINATOR = 16
+NOT_CONTROLLER = 41
+METADATA_TOPIC = "__cluster_metadata"  # the KRaft quorum's log
 MAX_RESPONSE_BYTES = 64 << 20
 UNKNOWN = -1
 _LENGTH = struct.Struct(">i")
@@ -87,6 +100,8 @@ class Connection:
             raise HostError(f"{self.where} answered correlation id {correlation}, not {self.correlation}")
         response_class = getattr(sys.modules[type(request).__module__], name.replace("Request", "Response"))
         try:
+            if response_class.flexible_version_q(version):  # header v1: the correlation id, then tags
+                return response_class.decode(frame, version=version, header=True)
             return response_class.decode(frame[4:], version=version)
         except Exception as e:  # the generated decoders raise whatever bad bytes provoke
             raise HostError(f"{self.where}: cannot decode its {response_class.__name__} v{version}: {e}") from None
@@ -144,3 +159,52 @@ def create_topic(host: str, port: int, name: str, partitions: int, replication_f
                                                     validate_only=False), version)
     result = answer.topics[0]
     return result.error_code, result.error_message if version >= 1 else None
+
+
+def find_coordinator(host: str, port: int, group: str, timeout: float) -> tuple[int, int]:
+    """(error code, node id) of the coordinator of consumer group `group`, as this broker tells it
+    (COORDINATOR_NOT_AVAILABLE while the offsets topic is being made)."""
+    with Connection(host, port, timeout) as connection:
+        version = connection.version_for(FindCoordinatorRequest)
+        request = FindCoordinatorRequest(key=group, key_type=0) if version >= 1 else FindCoordinatorRequest(key=group)
+        answer = connection.ask(request, version)
+    return answer.error_code, answer.node_id
+
+
+def alter_partition_reassignment(host: str, port: int, topic: str, partition: int, replicas: Sequence[int],
+                                 timeout: float) -> tuple[int, str | None]:
+    """(error code, message) of asking this broker to move topic-partition to `replicas` (KIP-455;
+    the controller answers, a ZooKeeper-mode broker that is not the controller says NOT_CONTROLLER)."""
+    request_class = AlterPartitionReassignmentsRequest
+    topic_entry = request_class.ReassignableTopic(
+        name=topic, partitions=[request_class.ReassignableTopic.ReassignablePartition(
+            partition_index=partition, replicas=list(replicas))])
+    with Connection(host, port, timeout + 2) as connection:
+        version = connection.version_for(request_class)
+        answer = connection.ask(request_class(timeout_ms=int(timeout * 1000), topics=[topic_entry]), version)
+    if answer.error_code:
+        return answer.error_code, answer.error_message
+    for response in answer.responses:
+        for p in response.partitions:
+            if p.partition_index == partition:
+                return p.error_code, p.error_message
+    return 0, None
+
+
+def quorum_leader(host: str, port: int, timeout: float) -> int:
+    """The node id of the KRaft quorum's leader (the active controller), as this node tells it
+    (DescribeQuorum; UNKNOWN when it knows none)."""
+    request_class = DescribeQuorumRequest
+    topic = request_class.TopicData(topic_name=METADATA_TOPIC,
+                                    partitions=[request_class.TopicData.PartitionData(partition_index=0)])
+    with Connection(host, port, timeout) as connection:
+        version = connection.version_for(request_class)
+        answer = connection.ask(request_class(topics=[topic]), version)
+    if answer.error_code:
+        raise HostError(f"{connection.where} answered DescribeQuorum with error {answer.error_code}")
+    for t in answer.topics:
+        for p in t.partitions:
+            if p.error_code:
+                raise HostError(f"{connection.where} answered DescribeQuorum with error {p.error_code}")
+            return p.leader_id if p.leader_id is not None and p.leader_id >= 0 else UNKNOWN
+    return UNKNOWN

@@ -1,11 +1,14 @@
-"""A read-only ZooKeeper client for the control plane's view of a ZooKeeper-mode Kafka cluster:
-which brokers are registered, which broker is the controller, each partition's replicas and
-its leader, leader epoch and ISR — as the controller and the leaders write them, in every
-release (Metadata carries no leader epoch before Kafka 2.1, and a broker's metadata cache
-learns an ISR change seconds late in old releases; ZooKeeper holds it at once).
+"""A small ZooKeeper client for the control plane of a ZooKeeper-mode Kafka cluster: which
+brokers are registered, which broker is the controller, each partition's replicas and its
+leader, leader epoch and ISR — as the controller and the leaders write them, in every release
+(Metadata carries no leader epoch before Kafka 2.1, and a broker's metadata cache learns an
+ISR change seconds late in old releases; ZooKeeper holds it at once) — and the one write
+fencepost makes: a partition reassignment for releases before 2.4 (no admin API then), the
+znode /admin/reassign_partitions that Kafka's controller acts on and deletes when done.
 
 The ZooKeeper wire protocol (jute, big-endian, length-framed) for the few requests needed:
-connect, getData, getChildren, closeSession. No watches, no writes.
+connect, getData, getChildren, create, closeSession. No watches; nothing is ever deleted or
+overwritten (a create of a node that exists is refused by ZooKeeper: NodeExists).
 """
 from __future__ import annotations
 
@@ -18,10 +21,14 @@ from typing import Any
 from clusters.errors import HostError
 from clusters.systems.framing import recv_exactly
 
+CREATE = 1
 GET_DATA = 4
 GET_CHILDREN = 8
 CLOSE_SESSION = -11
 NO_NODE = -101
+NODE_EXISTS = -110
+REASSIGN_PATH = "/admin/reassign_partitions"
+OPEN_ACL = ((31, "world", "anyone"),)  # every permission to anyone: as Kafka's own tools create it
 SESSION_TIMEOUT_MS = 6000
 MAX_FRAME = 16 << 20
 _INT = struct.Struct(">i")
@@ -99,6 +106,19 @@ class ZooKeeperReader:
         except ValueError:
             raise HostError(f"{self.where}: {path} does not hold JSON: {data[:80]!r}") from None
 
+    def create(self, path: str, data: bytes) -> bool:
+        """Create a persistent node holding `data`; False when it exists already."""
+        acl = _INT.pack(len(OPEN_ACL)) + b"".join(_INT.pack(perms) + _string(scheme) + _string(who)
+                                                  for perms, scheme, who in OPEN_ACL)
+        body = _string(path) + _INT.pack(len(data)) + data + acl + _INT.pack(0)  # flags: persistent
+        error, _ = self._call(CREATE, body)
+        if error == NODE_EXISTS:
+            return False
+        if error != 0:
+            raise HostError(f"{self.where} refused to create {path}: error {error}"
+                            + (" (its parent does not exist)" if error == NO_NODE else ""))
+        return True
+
     # -- Kafka's znodes ------------------------------------------------------------------------
 
     def brokers(self) -> list[int]:
@@ -122,10 +142,30 @@ class ZooKeeperReader:
             return None
         return PartitionState(found.get("leader", -1), found.get("leader_epoch", -1), tuple(found.get("isr", ())))
 
+    def reassign(self, topic: str, partition: int, replicas: tuple[int, ...]) -> bool:
+        """Ask the controller to move topic-partition to `replicas` (Kafka's reassign format, v1);
+        False when a reassignment is in progress (the node exists: one at a time)."""
+        document = {"version": 1, "partitions": [{"topic": topic, "partition": partition,
+                                                   "replicas": list(replicas)}]}
+        return self.create(REASSIGN_PATH, json.dumps(document).encode())
+
+    def reassigning(self) -> bool:
+        """Whether a reassignment is in progress (/admin/reassign_partitions exists)."""
+        return self.get(REASSIGN_PATH) is not None
+
     # -- the wire ----------------------------------------------------------------------------
 
     def _request(self, kind: int, body: bytes) -> bytes | None:
         """The reply's body; None when the node does not exist."""
+        error, reply = self._call(kind, body)
+        if error == NO_NODE:
+            return None
+        if error != 0:
+            raise HostError(f"{self.where} answered with error {error}")
+        return reply
+
+    def _call(self, kind: int, body: bytes) -> tuple[int, bytes]:
+        """(ZooKeeper's error code, the reply's body)."""
         self.xid += 1
         try:
             self._send(struct.pack(">ii", self.xid, kind) + body)
@@ -135,11 +175,7 @@ class ZooKeeperReader:
         xid, _zxid, error = _REPLY_HEADER.unpack_from(reply)
         if xid != self.xid:
             raise HostError(f"{self.where} answered request {xid}, not {self.xid}")
-        if error == NO_NODE:
-            return None
-        if error != 0:
-            raise HostError(f"{self.where} answered with error {error}")
-        return reply[_REPLY_HEADER.size:]
+        return error, reply[_REPLY_HEADER.size:]
 
     def _send(self, payload: bytes) -> None:
         assert self.sock is not None
@@ -156,6 +192,11 @@ class ZooKeeperReader:
         if self.sock is not None:
             self.sock.close()
             self.sock = None
+
+
+def _string(text: str) -> bytes:
+    encoded = text.encode()
+    return _INT.pack(len(encoded)) + encoded
 
 
 def _path(path: str) -> bytes:

@@ -1,0 +1,75 @@
+"""Clients as Jepsen's, in a real `fencepost run` (the own system, process backend): a producer
+client per process, client crashes on a schedule recorded as `crash` ops, consumers that mix
+assign and subscribe, group members committing what they read and resuming from committed
+offsets — checked valid, with commits and resumes in the history, and a clean liveness verdict.
+
+One broker: the own broker answers FindCoordinator with the broker asked, so with several
+brokers consumers that ask different ones form separate groups (docs/WORKLOADS.md); with one
+the group is one, as on Kafka."""
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+
+import orjson
+import pytest
+
+from tests.test_cli_cluster import fencepost
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+CONFIG = """
+name = "clients"
+backend = "process"
+nodes = 1
+time_limit = 20
+rate = 300
+concurrency = 8
+seed = 5
+
+[topic]
+partitions = 3
+replication_factor = 1
+min_insync_replicas = 1
+
+[nemesis]
+faults = "none"
+
+[consumer]
+processes = 3
+mode = "mixed"
+subscribe_p = 0.7
+commit_interval = 0.5
+
+[clients]
+producer = "per-process"
+crash_interval = 1.5
+"""
+
+
+def test_clients_per_process_crashing_and_a_mixed_committing_group_check_valid(tmp_path):
+    (tmp_path / "clients.toml").write_text(CONFIG)
+    done = fencepost(tmp_path, "run", "--config", "clients.toml", timeout=600)
+    assert done.returncode == 0, (done.stdout, done.stderr[-3000:])
+    run_dir = tmp_path / re.search(r"run directory: (\S+)", done.stdout).group(1)
+    ops = [orjson.loads(line) for line in (run_dir / "history.jsonl").read_bytes().splitlines()]
+    kinds = Counter((op["f"], op["type"]) for op in ops if op["process"] != "nemesis")
+    crashed = {op["process"] for op in ops if op["f"] == "crash" and op["type"] == "invoke"}
+    assert kinds[("send", "ok")] > 2000, kinds
+    assert any(p < 8 for p in crashed) and any(p >= 1000 for p in crashed), crashed  # producers' and consumers'
+    assert kinds[("crash", "info")] == kinds[("crash", "invoke")] >= 5
+    assert kinds[("subscribe", "ok")] >= 1 and kinds[("commit", "ok")] >= 5, kinds
+    opened = [op for op in ops if op["type"] == "invoke" and op["f"] in ("subscribe", "assign")
+              and op["process"] >= 1000 and op["value"].get("from") in ("beginning", None)]
+    assert {op["f"] for op in opened} == {"subscribe", "assign"}  # mixed: both, in one run
+    resumes = [op for op in ops if op["f"] == "assign" and op["type"] == "ok" and "group" in op["value"]]
+    assert resumes and all(isinstance(op["value"]["from"], dict) for op in resumes)
+    assert any(v > 0 for op in resumes for v in op["value"]["from"].values())  # resumed past 0: a commit held
+    results = orjson.loads((run_dir / "results.json").read_bytes())
+    assert results["valid"] is True, results["anomaly_counts"]
+    assert "commit-skip" not in results["anomaly_counts"] and "commit-reread" not in results["anomaly_counts"]
+    assert results["liveness"]["verdict"] == "ok", results["liveness"]
+    test = orjson.loads((run_dir / "test.json").read_bytes())
+    assert test["clients"] == {"producer": "per-process", "crash_interval": 1.5}
+    assert Path(run_dir / "report.html").read_text().count('id="liveness-verdict"') == 1
