@@ -8,6 +8,7 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
+from harness.campaign.expect import Expectation, judge
 from harness.campaign.junit import write_junit
 from harness.campaign.plan import load_campaign
 from harness.campaign.runner import campaign_dir, campaign_exit_code, run_campaign
@@ -84,13 +85,18 @@ def test_a_bad_campaign_is_refused_before_anything_starts(tmp_path, text, messag
         load_campaign(write(tmp_path, text))
 
 
-def test_the_campaign_exit_code_follows_design_3_5():
-    def outcomes(*verdicts):
-        return [{"verdict": v} for v in verdicts]
+def test_the_campaign_exit_code_counts_only_what_was_not_expected():
+    def outcomes(*verdicts, expected=("valid",), unknown_fails=False):
+        return [{"verdict": v, "status": judge(Expectation(expected), v, {}, unknown_fails)[0]} for v in verdicts]
     assert campaign_exit_code(outcomes("valid", "valid")) == 0
     assert campaign_exit_code(outcomes("valid", "invalid")) == 1
-    assert campaign_exit_code(outcomes("invalid", "unknown")) == 2
+    assert campaign_exit_code(outcomes("invalid", "invalid", expected=("invalid",))) == 0  # a canary that bit
+    assert campaign_exit_code(outcomes("valid", expected=("invalid",))) == 1  # a bug no longer found
+    assert campaign_exit_code(outcomes("valid", "unknown")) == 0  # reported, not a failure ...
+    assert campaign_exit_code(outcomes("valid", "unknown", unknown_fails=True)) == 2  # ... unless asked
     assert campaign_exit_code(outcomes("unknown", "crashed", "invalid")) == 255
+    # outcome.json files written before expectations: judged as expecting valid
+    assert campaign_exit_code([{"verdict": "invalid"}, {"verdict": "valid"}]) == 1
 
 
 def test_junit_has_one_testcase_per_run_failure_error_skipped(tmp_path):

@@ -3,9 +3,9 @@ campaign directory (its runs/<id>/outcome.json), or for run directories and fold
 holding them (the id then is the folder's path below the given one)."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from harness.campaign.outcomes import is_campaign, read_outcomes, run_dir_of
 from harness.errors import BadInput
 
 
@@ -15,11 +15,11 @@ def find_runs(paths: list[Path]) -> list[tuple[str, Path]]:
         if not path.is_dir():
             raise BadInput(f"{path} is not a directory: give campaign directories or folders holding runs")
         before = len(found)
-        if (path / "campaign.json").is_file():
-            for outcome in sorted(path.glob("runs/*/outcome.json")):
-                run_dir = json.loads(outcome.read_text()).get("run_dir")
-                if run_dir and (Path(run_dir) / "history.jsonl").is_file():
-                    found.append((outcome.parent.name, Path(run_dir)))
+        if is_campaign(path):
+            for outcome_file, outcome in read_outcomes(path):
+                run_dir = run_dir_of(outcome_file, outcome)
+                if run_dir is not None:
+                    found.append((outcome_file.parent.name, run_dir))
         elif (path / "history.jsonl").is_file():
             found.append((path.name, path))
         else:
