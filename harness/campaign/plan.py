@@ -37,7 +37,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping
 
-from harness.campaign.expect import Expectation, Rule, check_rules, expectation_for, parse_rules
+from harness.campaign.expect import Expectation, check_rules, expectation_for, parse_rules
 from harness.errors import BadInput
 from harness.run.spec import TestSpec, build_spec, load_toml
 

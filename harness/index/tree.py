@@ -19,7 +19,6 @@ campaign reads only what changed.
 """
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
