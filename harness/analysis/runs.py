@@ -33,3 +33,15 @@ def find_runs(paths: list[Path]) -> list[tuple[str, Path]]:
     if len(set(ids)) != len(ids):
         found = [(f"{i:04d}-{run_id}", d) for i, (run_id, d) in enumerate(found, start=1)]
     return found
+
+
+def find_expectations(paths: list[Path]) -> dict[str, dict]:
+    """Run id -> what its campaign expected it to yield (outcome.json's `expected`), for the
+    campaign directories among `paths`; runs elsewhere expect nothing (judged as valid)."""
+    expected: dict[str, dict] = {}
+    for path in paths:
+        if path.is_dir() and is_campaign(path):
+            for outcome_file, outcome in read_outcomes(path):
+                if outcome.get("expected"):
+                    expected[outcome_file.parent.name] = outcome["expected"]
+    return expected

@@ -54,7 +54,7 @@ def report_html(summary: CampaignSummary, out: Path, with_plot: bool) -> str:
     badge = "valid" if summary.green else "invalid"
     parts = [f"<h1>campaign {esc(summary.name)}</h1>",
              f'<p><span class="verdict {badge}" id="headline" data-green="{str(summary.green).lower()}">'
-             f'{"GREEN" if summary.green else "RED"}</span> {esc(headline(summary))}</p>',
+             f'{"GREEN" if summary.green else "RED"}</span> {esc(headline(summary).split(": ", 1)[1])}</p>',
              f'<p class="muted">{len(summary.runs)} of {summary.planned} planned runs finished'
              f'{"; shards " + esc(", ".join(summary.shards)) if summary.shards else ""}; from '
              + ", ".join(f"<code>{esc(d)}</code>" for d in summary.directories) + "</p>"]

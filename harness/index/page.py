@@ -34,6 +34,7 @@ tr.row-valid td.verdict-cell { background: #e5f4e6; }
 tr.row-invalid td.verdict-cell { background: #fbe3e3; }
 tr.row-unknown td.verdict-cell { background: #fff0de; }
 .green { color: #2E7D32; font-weight: bold; } .red { color: #C62828; font-weight: bold; }
+td.when { white-space: nowrap; }
 """
 
 SCRIPT = r"""
@@ -163,10 +164,11 @@ def _runs(runs: list[RunInfo]) -> str:
         word = r.verdict.replace(" ", "-")
         link = (f'<a class="report" href="{href(r.relative + "/report.html")}">report</a>' if r.has_report
                 else '<span class="muted">no report</span>')
-        anomalies = ", ".join(f"{esc(k)} {n}" for k, n in sorted(r.anomaly_counts.items(), key=lambda kv: -kv[1])[:4])
-        where = esc(r.run_id) if r.run_id else esc(r.test)
+        anomalies = ", ".join(f"{esc(k)} {n}" for k, n in sorted(r.anomaly_counts.items(), key=lambda kv: -kv[1])[:3])
+        campaign = _row(r)["campaign"]
+        where = f"{esc(campaign)}: {esc(r.run_id)}" if r.run_id else esc(r.test)
         rows.append(f'<tr class="run row-{esc(word)}" data-run="{esc(r.relative)}" data-verdict="{esc(r.verdict)}">'
-                    f'<td class="verdict-cell">{esc(r.verdict)}</td><td>{esc(format_time(r.started_at))}</td>'
+                    f'<td class="verdict-cell">{esc(r.verdict)}</td><td class="when">{esc(format_time(r.started_at))}</td>'
                     f"<td>{esc(r.system)}</td><td>{esc(r.release)}</td><td>{esc(r.truncation)}</td>"
                     f"<td>{esc(r.faults)}</td><td>{where}</td>"
                     f'<td><a class="files" href="{href(r.relative + "/")}">{esc(r.name)}</a></td>'
