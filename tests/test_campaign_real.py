@@ -216,7 +216,7 @@ def test_a_replay_of_the_hw_leader_bounce_run_finds_lost_writes_again(campaign, 
                      "subnet=10.77.135.0/24", timeout=600)
     assert done.returncode == 1, (done.stdout, done.stderr[-3000:])
     assert re.search(r"found again: .*lost-write", done.stdout), done.stdout
-    replay = Path(re.search(r"run directory: (\S+)", done.stdout).group(1))
+    replay = tmp_path / re.search(r"run directory: (\S+)", done.stdout).group(1)
     test = json.loads((replay / "test.json").read_text())
     assert test["nemesis"]["schedule"] == "scripted" and test["nemesis"]["faults"] == "leader-bounce"
     assert [s["action"].split(":")[0] for s in test["nemesis"]["script"]] == ["start leader-bounce"] * len(
@@ -230,7 +230,7 @@ def test_shrink_of_the_failing_run_writes_a_shorter_script_that_still_fails(camp
     done = fencepost(tmp_path, "shrink", str(run_dir), "--tries", "2", "--max-runs", "7", "--results", "shrinks",
                      "--backend-option", "subnet=10.77.136.0/24", timeout=1200)
     assert done.returncode == 0, (done.stdout, done.stderr[-4000:])
-    toml = Path(re.search(r"reproducer: (\S+)", done.stdout).group(1))
+    toml = tmp_path / re.search(r"reproducer: (\S+)", done.stdout).group(1)
     log = json.loads((toml.parent / "shrink.json").read_text())
     assert log["anomaly"] == "lost-write" and 1 <= len(log["runs"]) <= 7
     start, best = log["start"], log["best"]

@@ -40,6 +40,7 @@ from harness.campaign.junit import JUNIT_FILE, write_junit
 from harness.campaign.plan import Campaign, PlannedRun
 from harness.campaign.slots import first_subnet, for_slot
 from harness.errors import EXIT_CRASH, EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, BadInput
+from harness.interrupts import sigterm_as_interrupt
 from harness.run.spec import TestSpec
 from harness.run.store import LATEST, new_run_dir
 
@@ -109,12 +110,13 @@ def run_campaign(campaign: Campaign, directory: Path, run_one: RunOne | None = N
               file=out)
     first = first_subnet(campaign.runs[0].spec, options.subnet) if campaign.runs else None
     try:
-        if options.parallel > 1:
-            _parallel(state, todo, first)
-        else:
-            if run_one is None:
-                raise ValueError("run_one is needed to run one run at a time")
-            _sequential(state, todo, run_one, first)
+        with sigterm_as_interrupt():  # SIGTERM ends the runs as Ctrl-C does: heal, teardown, cleanup
+            if options.parallel > 1:
+                _parallel(state, todo, first)
+            else:
+                if run_one is None:
+                    raise ValueError("run_one is needed to run one run at a time")
+                _sequential(state, todo, run_one, first)
     finally:
         write_junit(directory / JUNIT_FILE, campaign.name, state.outcomes)
     print(f"campaign {campaign.name}: {len(state.outcomes)} runs; {tally(state.outcomes)}", file=out)
@@ -224,7 +226,8 @@ class ChildRun:
         self.console = open(where / CONSOLE_FILE, "ab")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "harness.campaign.child", str(self.spec_file), str(self.result_file)],
-            stdin=subprocess.DEVNULL, stdout=self.console, stderr=subprocess.STDOUT, env=env)
+            stdin=subprocess.DEVNULL, stdout=self.console, stderr=subprocess.STDOUT, env=env,
+            start_new_session=True)  # a terminal's Ctrl-C reaches the campaign only, which ends each run once
         self.began = time.monotonic()
 
     def done(self) -> bool:

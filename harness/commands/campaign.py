@@ -89,9 +89,15 @@ def run(args: argparse.Namespace) -> int:
     try:
         code = run_campaign(campaign, directory, run_one, options=options,
                             after_run=lambda outcome: refresh_index(args.results))
-    finally:
-        _report(directory, args)
+    except BaseException:  # interrupted: the report of the runs done, without hiding why it stopped
+        try:
+            _report(directory, args)
+        except Exception as e:
+            print(f"fencepost campaign: the report was not written: {type(e).__name__}: {e}", file=sys.stderr)
         refresh_index(args.results)
+        raise
+    _report(directory, args)
+    refresh_index(args.results)
     return code
 
 
