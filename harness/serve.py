@@ -1,11 +1,15 @@
 """`fencepost serve`: an HTTP server over the results folder — the list of runs
 (newest first, coloured by verdict) and every file under the folder, nothing else.
 
-- `/` lists the runs: directories `<results>/<test>/<run>/` holding a history,
-  test.json or results.json (symlinks such as `latest` are not listed twice),
-  newest first by the time that starts a run's name (with its UTC offset, or
-  in the older form without; else its modification time), each with its verdict from results.json, its op count, its anomalies,
-  a link to its report.html and to its files.
+- `/` lists the campaigns (each with its tally and a link to its report) and the
+  runs: every directory under the folder, however deep (a campaign's runs sit
+  under `campaigns/<name>/<time>-<hex>/runs/<id>/run/`), holding a history,
+  test.json or results.json (harness/index/tree.py; symlinks such as `latest`
+  are not followed), newest first by the time that starts a run's name (with
+  its UTC offset, or in the older form without; else its modification time),
+  each with its verdict from results.json, its op count, its anomalies, a link
+  to its report.html and to its files; a campaign's runs are named by campaign
+  and run id.
 - Any other path is a file or folder under the results folder: files are sent
   as they are (streamed), folders as a listing. A path with a `..` part is
   refused (403), and so is one that resolves — symlinks followed — outside the
@@ -31,17 +35,16 @@ from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import quote, unquote, urlsplit
 
-import orjson
 
 from harness.errors import BadInput
 from harness.report.page import REPORT_FILE as REPORT, esc, page, verdict_badge
-from harness.run.store import format_time, run_started
+from harness.index.tree import CampaignInfo, scan
+from harness.run.store import format_time
 from harness.verdict import verdict_word
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8080
 REQUEST_TIMEOUT = 5.0
-RUN_MARKERS = ("history.jsonl", "test.json", "results.json")
 TEXT_SUFFIXES = (".jsonl", ".log", ".txt", ".md", ".edn", ".toml", ".csv")
 ANOMALIES_LISTED = 4
 
@@ -60,64 +63,25 @@ class RunEntry:
 
 
 def find_runs(results: Path) -> list[RunEntry]:
-    """The run directories under `results` (one or two levels down), newest first."""
-    runs = []
-    for first in _subdirs(results):
-        if _is_run(first):
-            runs.append(_entry(results, first, test=""))
-            continue
-        for second in _subdirs(first):
-            if _is_run(second):
-                runs.append(_entry(results, second, test=first.name))
-    runs.sort(key=lambda run: (run.started, run.relative), reverse=True)
-    return runs
+    """The run directories under `results`, however deep, newest first."""
+    return find_all(results)[0]
 
 
-def _subdirs(folder: Path) -> list[Path]:
-    try:
-        return [p for p in folder.iterdir() if p.is_dir() and not p.is_symlink()]
-    except OSError:
-        return []
-
-
-def _is_run(folder: Path) -> bool:
-    return any((folder / marker).is_file() for marker in RUN_MARKERS)
-
-
-def _entry(results: Path, run_dir: Path, test: str) -> RunEntry:
-    summary: dict[str, Any] | None = None
-    try:
-        loaded = orjson.loads((run_dir / "results.json").read_bytes())
-        summary = loaded if isinstance(loaded, dict) else None
-    except (OSError, orjson.JSONDecodeError):
-        pass
-    counts = (summary or {}).get("anomaly_counts")
-    checked = (summary or {}).get("checked")
-    return RunEntry(
-        test=test or "(no test name)", name=run_dir.name,
-        relative=run_dir.relative_to(results).as_posix(), started=_started(run_dir),
-        valid=(summary or {}).get("valid"), checked=summary is not None,
-        has_report=(run_dir / REPORT).is_file(),
-        ops=checked.get("ops") if isinstance(checked, dict) and type(checked.get("ops")) is int else None,
-        anomaly_counts={str(k): v for k, v in counts.items()} if isinstance(counts, dict) else {})
-
-
-def _started(run_dir: Path) -> datetime:
-    """When the run began, from its name (harness/run/store.py: with or without a UTC
-    offset), else its modification time; always with its UTC offset."""
-    started = run_started(run_dir.name)
-    if started is not None:
-        return started
-    try:
-        return datetime.fromtimestamp(run_dir.stat().st_mtime).astimezone()
-    except OSError:
-        return datetime.fromtimestamp(0).astimezone()
+def find_all(results: Path) -> tuple[list[RunEntry], list[CampaignInfo]]:
+    """(runs, campaigns) under `results`, newest first (harness/index/tree.py)."""
+    runs, campaigns = scan(results)
+    names = {c.relative: c.name for c in campaigns}
+    entries = [RunEntry(
+        test=(f"{names[r.campaign]} / {r.run_id}" if r.campaign else r.test or "(no test name)"), name=r.name,
+        relative=r.relative, started=r.started_at, valid=r.valid, checked=r.verdict != "not checked",
+        has_report=r.has_report, ops=r.ops, anomaly_counts=dict(r.anomaly_counts)) for r in runs]
+    return entries, campaigns
 
 
 # --- pages --------------------------------------------------------------------------------
 
 
-def runs_page(results: Path, runs: list[RunEntry]) -> str:
+def runs_page(results: Path, runs: list[RunEntry], campaigns: list[CampaignInfo] = ()) -> str:
     if not runs:
         body = (f"<h1>fencepost runs</h1><p>No runs yet in {esc(results)}: "
                 f"<code>fencepost run</code> writes them there.</p>")
@@ -139,11 +103,32 @@ def runs_page(results: Path, runs: list[RunEntry]) -> str:
                     f'<td>{esc(format_time(run.started))}</td>'
                     f'<td class="num">{"" if run.ops is None else f"{run.ops:,}"}</td>'
                     f"<td>{anomalies or ('none' if run.checked else '')}</td><td>{report}</td></tr>")
+    index = (' The same as a file that works without a server: <a href="/index.html">index.html</a>, '
+             'filterable.' if (results / "index.html").is_file() else "")
     body = (f"<h1>fencepost runs</h1><p class=\"muted\">{len(runs)} run(s) in {esc(results)}, "
-            f"newest first.</p><table id=\"runs\"><thead><tr><th>verdict</th><th>test</th><th>run</th>"
+            f"newest first.{index}</p>{_campaigns_table(campaigns)}<h2>Runs</h2><table id=\"runs\"><thead><tr><th>verdict</th><th>test</th><th>run</th>"
             f'<th>started</th><th class="num">ops</th><th>anomalies</th><th></th></tr></thead>'
             f"<tbody>{''.join(rows)}</tbody></table>")
     return page("fencepost runs", body)
+
+
+def _campaigns_table(campaigns: list[CampaignInfo]) -> str:
+    if not campaigns:
+        return ""
+    rows = []
+    for c in campaigns:
+        link = quote(c.relative)
+        tally = ", ".join(f"{esc(v)} {n}" for v, n in sorted(c.verdicts.items())) or "no run finished"
+        report = (f'<a class="report" href="/{esc(link)}/report.html">report</a>' if c.has_report
+                  else '<span class="muted">no report yet</span>')
+        surprises = f'<span class="tag bad">{c.surprises} surprise(s)</span>' if c.surprises else ""
+        rows.append(f'<tr class="campaign" data-campaign="{esc(c.relative)}"><td>{esc(c.name)}</td>'
+                    f'<td><a href="/{esc(link)}/">{esc(c.relative.rsplit("/", 1)[-1])}</a></td>'
+                    f"<td>{esc(format_time(c.started_at))}</td><td>{esc(c.shard or '')}</td>"
+                    f'<td class="num">{c.finished}/{c.planned}</td><td>{tally} {surprises}</td><td>{report}</td></tr>')
+    return ("<h2>Campaigns</h2><table id=\"campaigns\"><thead><tr><th>campaign</th><th>directory</th>"
+            "<th>started</th><th>shard</th><th class=\"num\">runs</th><th>verdicts</th><th></th></tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table>")
 
 
 def _int(value: Any) -> int:
@@ -215,7 +200,7 @@ class ResultsHandler(BaseHTTPRequestHandler):
         relative = [part for part in parts if part not in ("", ".")]
         root = self.server.results
         if not relative:
-            return self._send_html(runs_page(root, find_runs(root)), send_body)
+            return self._send_html(runs_page(root, *find_all(root)), send_body)
         target = root.joinpath(*relative)
         try:
             resolved = target.resolve()

@@ -122,6 +122,45 @@ def print_summary(results: dict[str, Any], out: TextIO, results_path: Path | Non
         print(f"results: {results_path}", file=out)
 
 
+SUMMARY_FORMATS = ("text", "json", "markdown")
+
+
+def summary_document(results: dict[str, Any], results_path: Path | None) -> dict[str, Any]:
+    """What `fencepost check --format json` prints: the verdict and what decided it, the counts,
+    one example of each anomaly in one line, the liveness section, and where results.json is."""
+    return {"verdict": verdict_word(results["valid"]), "valid": results["valid"],
+            "anomaly_counts": results["anomaly_counts"],
+            "examples": {name: one_line(results["anomalies"].get(name, [{}])[0], limit=400)
+                         for name in results["anomaly_counts"]},
+            "reasons": results["reasons"], "checked": results["checked"],
+            "input_problems": {"errors": len(results["errors"]), "warnings": len(results["warnings"])},
+            "liveness": results.get("liveness") or {},
+            "results": None if results_path is None else str(results_path)}
+
+
+def summary_markdown(results: dict[str, Any], results_path: Path | None) -> str:
+    """What `fencepost check --format markdown` prints: the verdict, a GitHub table of the
+    anomalies (count, one example), the reasons, liveness findings."""
+    lines = [f"**verdict: {verdict_word(results['valid']).upper()}**", ""]
+    counts = results["anomaly_counts"]
+    if counts:
+        lines += ["| anomaly | count | example |", "|---|---:|---|"]
+        for name, n in counts.items():
+            example = one_line(results["anomalies"].get(name, [{}])[0]).replace("|", "\\|")
+            lines.append(f"| {name} | {n} | `{example}` |")
+    else:
+        lines.append("no anomalies found")
+    if results["valid"] is not True and results["reasons"]:
+        lines += ["", *(f"- {reason}" for reason in results["reasons"])]
+    liveness = describe_liveness(results.get("liveness") or {})
+    if liveness:
+        lines += ["", *(f"- liveness: {line}" for line in liveness)]
+    checked = results["checked"]
+    lines += ["", f"_checked {checked['ops']} ops in {checked['partitions']} partition(s)"
+                  + (f"; results: `{results_path}`" if results_path is not None else "") + "_"]
+    return "\n".join(lines) + "\n"
+
+
 def one_line(example: dict[str, Any], limit: int = 110) -> str:
     """An anomaly example in one line: where, then its details in short."""
     where = ""

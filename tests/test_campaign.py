@@ -8,6 +8,7 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
+from harness.campaign.expect import Expectation, judge
 from harness.campaign.junit import write_junit
 from harness.campaign.plan import load_campaign
 from harness.campaign.runner import campaign_dir, campaign_exit_code, run_campaign
@@ -93,13 +94,18 @@ def test_a_bad_campaign_is_refused_before_anything_starts(tmp_path, text, messag
         load_campaign(write(tmp_path, text))
 
 
-def test_the_campaign_exit_code_follows_design_3_5():
-    def outcomes(*verdicts):
-        return [{"verdict": v} for v in verdicts]
+def test_the_campaign_exit_code_counts_only_what_was_not_expected():
+    def outcomes(*verdicts, expected=("valid",), unknown_fails=False):
+        return [{"verdict": v, "status": judge(Expectation(expected), v, {}, unknown_fails)[0]} for v in verdicts]
     assert campaign_exit_code(outcomes("valid", "valid")) == 0
     assert campaign_exit_code(outcomes("valid", "invalid")) == 1
-    assert campaign_exit_code(outcomes("invalid", "unknown")) == 2
+    assert campaign_exit_code(outcomes("invalid", "invalid", expected=("invalid",))) == 0  # a canary that bit
+    assert campaign_exit_code(outcomes("valid", expected=("invalid",))) == 1  # a bug no longer found
+    assert campaign_exit_code(outcomes("valid", "unknown")) == 0  # reported, not a failure ...
+    assert campaign_exit_code(outcomes("valid", "unknown", unknown_fails=True)) == 2  # ... unless asked
     assert campaign_exit_code(outcomes("unknown", "crashed", "invalid")) == 255
+    # outcome.json files written before expectations: judged as expecting valid
+    assert campaign_exit_code([{"verdict": "invalid"}, {"verdict": "valid"}]) == 1
 
 
 def test_junit_has_one_testcase_per_run_failure_error_skipped(tmp_path):
@@ -164,3 +170,54 @@ seed = [1, 2]
     assert again.returncode == 0, again.stderr[-3000:]
     assert "run 2/2 0002_seed=2" in again.stderr and "run 1/2" not in again.stderr
     assert json.loads((directory / "runs" / "0002_seed=2" / "outcome.json").read_text())["verdict"] == "valid"
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_an_interrupted_parallel_campaign_ends_its_runs_and_leaves_no_process(tmp_path):
+    """Two runs side by side (the process backend: no root), SIGTERM while both are in their main
+    phase: each run's process heals and tears down its cluster, the campaign exits 130 saying how
+    to go on, and no process of either cluster is left."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from clusters.hosts.local_process import marked_processes
+
+    (tmp_path / "c.toml").write_text("""
+name = "stopped"
+[base]
+backend = "process"
+time_limit = 60
+rate = 100
+concurrency = 2
+nemesis.faults = "kill"
+nemesis.interval = 2
+[matrix]
+seed = [1, 2, 3]
+""")
+    campaign = subprocess.Popen([sys.executable, "-m", "harness.cli", "campaign", "c.toml", "--parallel", "2"],
+                                cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env={**os.environ, "PYTHONPATH": str(REPO)})
+    directory = tmp_path / "results" / "campaigns" / "stopped"
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        logs = [p.read_text() for p in directory.glob("*/runs/*/console.log")]
+        if len(logs) == 2 and all("fencepost: main" in log for log in logs):
+            break
+        time.sleep(0.5)
+    else:
+        campaign.kill()
+        pytest.fail(f"the two runs did not reach their main phase: {campaign.communicate()}")
+    clusters = {f"run-{d.name[-6:]}" for d in directory.glob("*/runs/*/run/2*")}
+    assert len(clusters) == 2 and set(marked_processes().values()) >= clusters
+    campaign.send_signal(signal.SIGTERM)
+    out, err = campaign.communicate(timeout=300)
+    assert campaign.returncode == 130, err[-3000:]
+    assert "stopping 2 running run(s)" in err and "continue with --resume" in err
+    assert not clusters & set(marked_processes().values())
+    assert not list(directory.glob("*/runs/*/outcome.json"))  # no run finished: none recorded
+    for log in directory.glob("*/runs/*/console.log"):
+        assert "fencepost: teardown" in log.read_text()

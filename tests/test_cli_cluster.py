@@ -3,6 +3,7 @@ a real own-system cluster started by the CLI, left running, used by a real
 confluent-kafka producer (acks=all), inspected and stopped by later commands."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -57,6 +58,13 @@ def check_up_use_down(tmp_path: Path, name: str, *backend_args: str) -> None:
         status = fencepost(tmp_path, "cluster", "status", "--name", name)
         assert status.returncode == 0 and bootstrap in status.stdout
         assert status.stdout.count("running") == 4, status.stdout
+        as_json = fencepost(tmp_path, "cluster", "status", "--name", name, "--format", "json")
+        [document] = json.loads(as_json.stdout)
+        assert (document["name"], document["bootstrap"]) == (name, bootstrap)
+        assert {node: info["state"] for node, info in document["nodes"].items()} == {
+            node: "running" for node in ("controller", "n1", "n2", "n3")}
+        as_markdown = fencepost(tmp_path, "cluster", "status", "--name", name, "--format", "markdown")
+        assert f"**cluster {name}**" in as_markdown.stdout and as_markdown.stdout.count("| running |") == 4
     finally:
         down = fencepost(tmp_path, "cluster", "down", "--name", name)
     assert down.returncode == 0, down.stderr

@@ -86,7 +86,8 @@ def test_bash_completion_from_the_parser_completes_commands_flags_and_choices(tm
         assert ran.returncode == 0, ran.stderr
         return ran.stdout.split()
 
-    assert complete("fencepost", "rep") == ["report"]
+    assert complete("fencepost", "rep") == ["replay", "report"]
+    assert complete("fencepost", "repo") == ["report"]
     assert complete("fencepost", "tr") == ["trace"]
     assert set(complete("fencepost", "do")) == {"doctor"}
     assert complete("fencepost", "run", "--trunc") == ["--truncation"]

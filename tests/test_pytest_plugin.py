@@ -47,3 +47,58 @@ def test_bad(fencepost_run):
     result = pytester.runpytest_subprocess("--fencepost-backend", "process", "-p", "no:cacheprovider", timeout=120)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*rate = -1: give operations per second > 0*"])
+
+
+SUITE_WITH_OPTIONS = '''
+import pytest
+
+seen = {}
+
+
+def test_one_cluster_for_the_session_first_use(fencepost_clusters):
+    cluster = fencepost_clusters(nodes=3, partitions=1)
+    seen["bootstrap"] = cluster.bootstrap
+    leader = cluster.partition_view("fp", 0).leader
+    cluster.pause(leader)  # left paused: the factory heals it before handing it out again
+
+
+def test_one_cluster_for_the_session_second_use(fencepost_clusters):
+    cluster = fencepost_clusters(nodes=3, partitions=1)
+    assert cluster.bootstrap == seen["bootstrap"]
+    assert all(cluster.node_state(node) == "running" for node in cluster.broker_nodes)
+
+
+def test_a_run_kept_in_the_results_folder(fencepost_run):
+    result = fencepost_run(time_limit=3, rate=100, concurrency=2, **{"nemesis.faults": "kill"},
+                           **{"nemesis.interval": 1.0})
+    assert result.valid, result.summary
+    assert result.report is not None and result.report.is_file()
+
+
+@pytest.mark.fencepost_cluster(nodes=3, partitons=2)
+def test_a_misspelt_marker_argument(fencepost_cluster):
+    pass
+'''
+
+
+def test_the_plugins_options_in_a_users_suite(pytester, tmp_path):
+    """--fencepost-results keeps the runs (and index.html), the report path is a property of
+    the test in the JUnit XML, the session's cluster is started once, and a misspelt marker
+    argument fails its test naming it."""
+    from xml.etree import ElementTree as ET
+
+    results = tmp_path / "kept"
+    pytester.makepyfile(test_user=SUITE_WITH_OPTIONS)
+    junit = tmp_path / "junit.xml"
+    result = pytester.runpytest_subprocess("--fencepost-backend", "process", "--fencepost-results", str(results),
+                                           f"--junitxml={junit}", "-p", "no:cacheprovider", timeout=600)
+    result.assert_outcomes(passed=3, errors=1)
+    result.stdout.fnmatch_lines(["*unknown argument 'partitons' (did you mean partitions?)*"])
+    runs = list(results.glob("test_user.py-test_a_run_kept_in_the_results_folder/fencepost/2*"))
+    assert len(runs) == 1 and (runs[0] / "report.html").is_file() and (results / "index.html").is_file()
+    assert len(list((results / "clusters").iterdir())) == 1  # one cluster for the two tests of the session
+    cases = {c.get("name"): c for c in ET.parse(junit).getroot().iter("testcase")}
+    properties = {p.get("name"): p.get("value")
+                  for p in cases["test_a_run_kept_in_the_results_folder"].iter("property")}
+    assert properties["fencepost_report"] == str(runs[0] / "report.html")
+    assert properties["fencepost_verdict"] == "valid" and properties["fencepost_run_dir"] == str(runs[0])

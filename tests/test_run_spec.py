@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import io
+import time
 import os
 import re
 from datetime import datetime, timedelta, timezone
@@ -98,6 +99,27 @@ def test_progress_is_one_line_per_phase_when_not_a_terminal():
     progress.show(Status("main", 4, 60, ok=9))
     progress.phase("check")
     assert out.getvalue().splitlines() == ["fencepost: setup", "fencepost: main", "fencepost: check"]
+
+
+def test_progress_without_a_terminal_beats_a_status_line_in_the_main_phase():
+    out = io.StringIO()
+    progress = Progress(out, live=False, heartbeat_s=0.2)
+    progress.phase("setup")
+    progress.start(lambda: Status("main", 12, 60, ok=300, fail=1, ops_per_s=490, faults=("kill:one",)))
+    time.sleep(1.1)
+    progress.stop()
+    progress.phase("heal")
+    lines = out.getvalue().splitlines()
+    beats = [line for line in lines if "ok 300" in line]
+    assert lines[:2] == ["fencepost: setup", "fencepost: main"] and lines[-1] == "fencepost: heal"
+    assert 3 <= len(beats) <= 6 and all(line.startswith("fencepost: main") and "faults: kill:one" in line
+                                        for line in beats)
+    quiet = io.StringIO()
+    progress = Progress(quiet, live=False)  # the default: every 30 s, so none in a second
+    progress.start(lambda: Status("main", 1, 60))
+    time.sleep(0.6)
+    progress.stop()
+    assert quiet.getvalue().splitlines() == ["fencepost: main"]
 
 
 def test_progress_redraws_one_line_on_a_terminal():

@@ -14,27 +14,32 @@ from harness.campaign.junit import write_junit
 from harness.compare.collect import RunResult
 from harness.compare.plot import plot_rates
 from harness.compare.formats import render
-from harness.compare.significance import with_p_values
+from harness.compare.significance import Baseline, with_p_values
 from harness.compare.table import Row, rows
 from harness.detection import median_s
 
 
-def configuration_rows(verdicts: list[RunVerdict]) -> list[Row]:
-    """The rows of `fencepost compare` (p-values against the row above in each fault group,
-    median time to first detection) for the runs judged on Spark."""
+def configuration_rows(verdicts: list[RunVerdict], baseline: str | None = None) -> list[Row]:
+    """The rows of `fencepost compare` (p-values against the row above in each fault group, or
+    the baseline's row; median time to first detection) for the runs judged on Spark."""
     return with_p_values(rows(RunResult(Path(v.run_id), v.config.system, v.config.truncation, v.config.faults,
-                                        v.verdict, v.anomaly_counts, v.first_detection_s) for v in verdicts))
+                                        v.verdict, v.anomaly_counts, v.first_detection_s) for v in verdicts),
+                         Baseline.parse(baseline) if baseline else None)
 
 
-def write_outputs(verdicts: list[RunVerdict], out: Path, title: str) -> dict[str, Path]:
+def write_outputs(verdicts: list[RunVerdict], out: Path, title: str, baseline: str | None = None,
+                  expected: dict[str, dict] | None = None) -> dict[str, Path]:
+    """The files; `expected`: run id -> what its campaign expected (junit.xml then fails only
+    surprises, as the campaign's own does)."""
     out.mkdir(parents=True, exist_ok=True)
-    table = configuration_rows(verdicts)
+    table = configuration_rows(verdicts, baseline)
     written = {"summary": out / "summary.csv", "junit": out / "junit.xml",
                "rates": out / "plots" / "rates.png", "detection": out / "plots" / "detection.png",
                "report": out / "report.html"}
     written["summary"].write_text(_summary_csv(verdicts, table))
     write_junit(written["junit"], title, [{"run_id": v.run_id, "verdict": v.verdict, "seconds": 0.0,
                                           "anomaly_counts": v.anomaly_counts, "run_dir": v.run_dir,
+                                          "expected": (expected or {}).get(v.run_id),
                                           "error": "; ".join(v.reasons) or None} for v in verdicts])
     plot_rates(table, written["rates"])
     _plot_detection(verdicts, table, written["detection"])

@@ -12,21 +12,32 @@ seed = [1, 2, 3]
 system = "kafka:3.9.1"
 [[cases]]
 system = "own"
+[[expect]]                   # optional: what runs should yield (harness/campaign/expect.py)
+truncation = "hw"
+verdict = "invalid"
 ```
+
+`baseline = "own:kip320"` (optional, top level) names the configuration the report tests
+every row of a fault group against (Fisher's exact test, as `fencepost compare --baseline`).
 
 Matrix and case keys are run settings (dotted for sections, e.g. `"nemesis.faults"`); each
 run's spec is `build_spec(base, {key: value, ...})`, so a bad combination is refused
 before anything starts. A run's id names its folder and is stable across `--resume`:
 its position and its matrix values.
+
+A shard `I/N` (`fencepost campaign --shard I/N`) is the runs at positions I, I+N, I+2N, ...
+(1-based): N machines running shards 1..N run every run once, and a configuration's seeds
+spread over the shards.
 """
 from __future__ import annotations
 
 import itertools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping
 
+from harness.campaign.expect import Expectation, check_rules, expectation_for, parse_rules
 from harness.errors import BadInput
 from harness.run.spec import TestSpec, build_spec, load_toml
 
@@ -34,26 +45,67 @@ NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 UNSAFE = re.compile(r"[^A-Za-z0-9_.=+-]+")
 
 
+TOP_KEYS = ("name", "base", "matrix", "cases", "expect", "baseline")
+
+
 @dataclass(frozen=True)
 class PlannedRun:
     run_id: str
     settings: Mapping[str, Any]  # the matrix values of this run
     spec: TestSpec
+    expected: Expectation = Expectation()
+    number: int = 0  # 1-based position in the whole plan
+
+
+@dataclass(frozen=True)
+class Shard:
+    index: int  # 1-based
+    count: int
+
+    @staticmethod
+    def parse(text: str) -> Shard:
+        head, slash, tail = text.partition("/")
+        try:
+            index, count = int(head), int(tail)
+        except ValueError:
+            index = count = 0
+        if not slash or not 1 <= index <= count:
+            raise BadInput(f"--shard {text!r}: give I/N with 1 <= I <= N, e.g. --shard 2/4 (this machine runs "
+                           "the second quarter of the runs)")
+        return Shard(index, count)
+
+    def holds(self, number: int) -> bool:
+        return (number - 1) % self.count == self.index - 1
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
 
 
 @dataclass(frozen=True)
 class Campaign:
     name: str
     source: Path
-    runs: tuple[PlannedRun, ...]
+    runs: tuple[PlannedRun, ...]  # the whole plan
+    baseline: str | None = None
+    shard: Shard | None = None
+
+    @property
+    def share(self) -> tuple[PlannedRun, ...]:
+        """The runs this machine runs: the whole plan, or the shard's part of it."""
+        if self.shard is None:
+            return self.runs
+        return tuple(r for r in self.runs if self.shard.holds(r.number))
+
+    def sharded(self, shard: Shard | None) -> Campaign:
+        return Campaign(self.name, self.source, self.runs, self.baseline, shard)
 
 
 def load_campaign(path: Path) -> Campaign:
     data = load_toml(path)
-    unknown = sorted(set(data) - {"name", "base", "matrix", "cases"})
+    unknown = sorted(set(data) - set(TOP_KEYS))
     if unknown:
-        raise BadInput(f"{path}: unknown key {unknown[0]!r}: a campaign file has name, [base], [matrix] "
-                       "and [[cases]]")
+        raise BadInput(f"{path}: unknown key {unknown[0]!r}: a campaign file has name, baseline, [base], "
+                       "[matrix], [[cases]] and [[expect]]")
     name = data.get("name", path.stem)
     if not isinstance(name, str) or not NAME.fullmatch(name):
         raise BadInput(f"{path}: name = {name!r}: give a folder name (letters, digits, '_', '.', '-')")
@@ -67,7 +119,15 @@ def load_campaign(path: Path) -> Campaign:
     cases = data.get("cases", [{}])
     if not isinstance(cases, list) or not cases or not all(isinstance(c, dict) for c in cases):
         raise BadInput(f"{path}: cases must be [[cases]] tables of run settings")
-    return Campaign(name, path, tuple(plan_runs(path, base, matrix, cases)))
+    baseline = data.get("baseline")
+    if baseline is not None and (not isinstance(baseline, str) or not baseline.strip()):
+        raise BadInput(f"{path}: baseline = {baseline!r}: name a configuration SYSTEM[:TRUNCATION], e.g. own:kip320")
+    rules = parse_rules(str(path), data.get("expect"))
+    runs = plan_runs(path, base, matrix, cases)
+    specs = [run.spec.to_json() for run in runs]
+    check_rules(str(path), rules, specs)
+    runs = [replace(run, expected=expectation_for(rules, spec)) for run, spec in zip(runs, specs)]
+    return Campaign(name, path, tuple(runs), baseline.strip() if baseline else None)
 
 
 def plan_runs(path: Path, base: Mapping[str, Any], matrix: Mapping[str, list[Any]],
@@ -82,7 +142,7 @@ def plan_runs(path: Path, base: Mapping[str, Any], matrix: Mapping[str, list[Any
             spec = build_spec(base, {**settings, "name": "run"})
         except BadInput as e:
             raise BadInput(f"{path}: run {run_id}: {e}") from None
-        runs.append(PlannedRun(run_id[:120], settings, spec))
+        runs.append(PlannedRun(run_id[:120], settings, spec, number=number))
     return runs
 
 

@@ -16,6 +16,9 @@ from typing import Sequence
 COMMANDS = (
     "harness.commands.run",
     "harness.commands.campaign",
+    "harness.commands.summarize",
+    "harness.commands.replay",
+    "harness.commands.shrink",
     "harness.commands.compare",
     "harness.commands.analyze",
     "harness.commands.check",

@@ -23,14 +23,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, help="where analysis/ goes (default: CAMPAIGN_DIR/analysis)")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                         help="a Spark setting, e.g. spark.executor.memory=4g (repeatable)")
+    parser.add_argument("--baseline", metavar="SYSTEM[:TRUNCATION]",
+                        help="test every row of a fault group against this configuration (as `fencepost compare "
+                             "--baseline`; default: a campaign's `baseline`, else the row above)")
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.analysis.runs import find_runs
+    from harness.analysis.runs import find_expectations, find_runs
+    from harness.campaign.outcomes import is_campaign, read_plan
     from harness.errors import BadInput
 
     confs = spark_settings(args.conf)
     runs = find_runs(args.paths)
+    baseline = args.baseline or next((read_plan(p).get("baseline") for p in args.paths
+                                      if p.is_dir() and is_campaign(p) and read_plan(p).get("baseline")), None)
     out = args.out or (args.paths[0] / "analysis")
     try:
         from harness.analysis.job import run_job, spark_session
@@ -44,8 +50,8 @@ def run(args: argparse.Namespace) -> int:
     from harness.analysis.output import configuration_rows, write_outputs
     from harness.compare.formats import render
 
-    written = write_outputs(verdicts, out, args.paths[0].resolve().name)
-    print(render(configuration_rows(verdicts)))
+    written = write_outputs(verdicts, out, args.paths[0].resolve().name, baseline, find_expectations(args.paths))
+    print(render(configuration_rows(verdicts, baseline), against=baseline))
     print(f"report: {written['report']}; summary: {written['summary']}; junit: {written['junit']}", file=sys.stderr)
     return 0
 

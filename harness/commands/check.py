@@ -24,6 +24,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="CPUs that read and check the run side by side, one worker process "
                              "each, or one per partition sharing N CPUs where that ends sooner "
                              "(default: one per CPU; 1: all in this process)")
+    parser.add_argument("--format", choices=("text", "json", "markdown"), default="text",
+                        help="the summary printed: text (a table, the default), json (verdict, counts, an example "
+                             "of each anomaly, reasons, liveness) or markdown (a GitHub table)")
     parser.epilog = _READERS if find_spec("harness._native") else _NO_C_READER
 
 
@@ -46,7 +49,17 @@ def _positive(text: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.checking import check_run
+    import json
 
-    return check_run(args.run_dir, write=not args.no_write, out=sys.stdout,
-                     jobs=args.jobs).exit_code
+    from harness.checking import check_run
+    from harness.summary import RESULTS_FILE, summary_document, summary_markdown
+
+    if args.format == "text":
+        return check_run(args.run_dir, write=not args.no_write, out=sys.stdout, jobs=args.jobs).exit_code
+    outcome = check_run(args.run_dir, write=not args.no_write, out=None, jobs=args.jobs)
+    written = None if args.no_write else args.run_dir / RESULTS_FILE
+    if args.format == "json":
+        print(json.dumps(summary_document(outcome.results, written), indent=1, default=str))
+    else:
+        sys.stdout.write(summary_markdown(outcome.results, written))
+    return outcome.exit_code

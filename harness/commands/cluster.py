@@ -58,6 +58,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                 epilog=examples(EXAMPLES[2:3]))
     down = actions.add_parser("down", help="stop a cluster and remove its hosts",
                               formatter_class=argparse.RawDescriptionHelpFormatter, epilog=examples(EXAMPLES[3:]))
+    status.add_argument("--format", choices=("text", "json", "markdown"), default="text",
+                        help="text (the default), json (a list of clusters with their nodes) or markdown (a table "
+                             "per cluster)")
     for action in (up, status, down):
         action.add_argument("--name", default=None if action is not up else DEFAULT_NAME,
                             help=f"the cluster's name (default {DEFAULT_NAME})")
@@ -152,17 +155,48 @@ def _print_nodes(cluster) -> None:
 
 
 def _status(args: argparse.Namespace) -> int:
+    import json
+
     from clusters.cluster import Cluster
     from clusters.store import recorded_clusters
 
     names = [args.name] if args.name else [d.name for d in recorded_clusters(args.results / "clusters")]
+    clusters = [Cluster.attach(cluster_dir(args.results, name)) for name in names]
+    if args.format == "json":
+        print(json.dumps([_status_document(c) for c in clusters], indent=1))
+        return EXIT_VALID
+    if args.format == "markdown":
+        print("\n".join(_status_markdown(c) for c in clusters)
+              or f"no clusters recorded under `{args.results / 'clusters'}`")
+        return EXIT_VALID
     if not names:
         print(f"no clusters recorded under {args.results / 'clusters'}")
-    for name in names:
-        cluster = Cluster.attach(cluster_dir(args.results, name))
+    for name, cluster in zip(names, clusters):
         print(f"cluster {name}: {cluster.spec.system} on {cluster.spec.backend}, bootstrap {cluster.bootstrap}")
         _print_nodes(cluster)
     return EXIT_VALID
+
+
+def _status_document(cluster) -> dict:
+    """One cluster as `cluster status --format json` gives it: its system, backend, bootstrap
+    servers, and each node's address, state (running, paused, down), processes and cuts."""
+    status = cluster.status()
+    return {"name": cluster.name, "system": cluster.spec.system, "backend": cluster.spec.backend,
+            "bootstrap": cluster.bootstrap, "directory": str(cluster.directory),
+            "nodes": {node: {"address": info["address"], "state": info["state"], "pids": info["pids"],
+                             "cut_off_from": sorted(cluster.cuts.get(node, ()))}
+                      for node, info in status["nodes"].items()}}
+
+
+def _status_markdown(cluster) -> str:
+    document = _status_document(cluster)
+    lines = [f"**cluster {document['name']}**: {document['system']} on {document['backend']}, bootstrap "
+             f"`{document['bootstrap']}`", "", "| node | address | state | processes | cut off from |",
+             "|---|---|---|---|---|"]
+    for node, info in document["nodes"].items():
+        pids = ", ".join(f"{role} {pid}" for role, pid in info["pids"].items())
+        lines.append(f"| {node} | {info['address']} | {info['state']} | {pids} | {', '.join(info['cut_off_from'])} |")
+    return "\n".join(lines) + "\n"
 
 
 def _down(args: argparse.Namespace) -> int:

@@ -65,6 +65,7 @@ def _choices(names: tuple[str, ...]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from harness.commands.cluster import parse_backend_options
+    from harness.index.page import refresh_index
     from harness.run.progress import Progress
     from harness.run.runner import RunError, run_test
     from harness.run.spec import build_spec, load_toml
@@ -93,6 +94,8 @@ def run(args: argparse.Namespace) -> int:
     except RunError as e:
         print(f"fencepost run: {e}", file=sys.stderr)
         return EXIT_CRASH
+    finally:
+        refresh_index(Path(spec.results))
     verdict = verdict_word(outcome.check.valid if outcome.check else None)
     counts = outcome.check.results.get("anomaly_counts", {}) if outcome.check else {}
     found = ", ".join(f"{name} {n}" for name, n in counts.items() if n)

@@ -69,14 +69,14 @@ def _runs_under(path: Path) -> Iterator[RunResult]:
 
 
 def _from_outcome(outcome_file: Path) -> Iterator[RunResult]:
+    from harness.campaign.outcomes import run_dir_of
+
     outcome = json.loads(outcome_file.read_text())
-    run_dir = Path(outcome["run_dir"]) if outcome.get("run_dir") else None
-    if run_dir is not None and (run_dir / "history.jsonl").is_file():
+    run_dir = run_dir_of(outcome_file, outcome)
+    if run_dir is not None:
         yield _run(run_dir)
     elif outcome.get("verdict") == "crashed":
-        config = outcome.get("config", {})
-        yield RunResult(outcome_file.parent, str(config.get("system", "?")), str(config.get("truncation", "?")),
-                        str(config.get("faults", "?")), "crashed")
+        yield crashed_result(outcome_file.parent, outcome.get("config", {}))
 
 
 def configuration(test: dict) -> tuple[str, str, str]:
@@ -84,6 +84,17 @@ def configuration(test: dict) -> tuple[str, str, str]:
     where it says nothing: own, kip320, none)."""
     return (str(test.get("system") or "own"), str(test.get("truncation") or "kip320"),
             str((test.get("nemesis") or {}).get("faults") or NO_FAULTS))
+
+
+def result_of(run_dir: Path) -> RunResult:
+    """One run directory's result, as `fencepost compare` reads it (module doc)."""
+    return _run(run_dir)
+
+
+def crashed_result(where: Path, config: dict) -> RunResult:
+    """A campaign run that crashed before it had a history: its configuration from outcome.json."""
+    return RunResult(where, str(config.get("system", "?")), str(config.get("truncation", "?")),
+                     str(config.get("faults", "?")), "crashed")
 
 
 def _run(run_dir: Path) -> RunResult:

@@ -1,6 +1,8 @@
 """Live progress of a run: phase, elapsed/limit, ok/fail/info counts, ops/s, active faults —
-one line rewritten in place on a terminal; on anything else only the phase changes, one
-line each (a CI log wants no carriage returns).
+one line rewritten in place on a terminal; on anything else the phase changes, one line
+each (a CI log wants no carriage returns), and while a phase shows a running status (the
+main phase) a heartbeat: its status line every HEARTBEAT_S seconds, so that a CI log shows
+a run is alive and how far it is.
 
 `Progress.start(status)` runs a ticker thread that calls `status()` (a `Status`
 snapshot) twice a second and draws it; `stop()` joins it and ends the line.
@@ -10,10 +12,12 @@ from __future__ import annotations
 import shutil
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from typing import Callable, TextIO
 
 TICK_S = 0.5
+HEARTBEAT_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -35,9 +39,12 @@ class Status:
 
 
 class Progress:
-    def __init__(self, out: TextIO | None = None, live: bool | None = None) -> None:
+    def __init__(self, out: TextIO | None = None, live: bool | None = None,
+                 heartbeat_s: float = HEARTBEAT_S) -> None:
         self.out = out or sys.stderr
         self.live = self.out.isatty() if live is None else live
+        self.heartbeat_s = heartbeat_s
+        self._beat_at = 0.0
         self._status: Callable[[], Status] = lambda: Status("starting")
         self._last_phase = ""
         self._stop = threading.Event()
@@ -50,6 +57,7 @@ class Progress:
 
     def start(self, status: Callable[[], Status]) -> None:
         self._status = status
+        self._beat_at = time.monotonic()
         self._stop.clear()
         self._thread = threading.Thread(target=self._tick, name="progress", daemon=True)
         self._thread.start()
@@ -77,9 +85,15 @@ class Progress:
             self._last_phase = status.phase
 
     def _tick(self) -> None:
-        while not self._stop.wait(TICK_S):
+        while not self._stop.wait(min(TICK_S, self.heartbeat_s)):
             try:
-                self.show(self._status())
+                status = self._status()
+                self.show(status)
+                if not self.live and time.monotonic() - self._beat_at >= self.heartbeat_s:
+                    self._beat_at = time.monotonic()
+                    with self._lock:
+                        self.out.write(f"fencepost: {status.line()}\n")
+                        self.out.flush()
             except Exception:  # a status that cannot be read now is drawn at the next tick
                 continue
 
