@@ -6,7 +6,7 @@ partition of the topic for the scenarios, whose target is a partition number) â€
 except in the random schedule, which draws the target of such a fault anew at each
 start (`DRAWN_TARGETS`).
 Parsing is pure and checks names only; whether a cluster can take a fault
-(partitions on this backend, flush=lazy for power-cut, enough brokers) is
+(partitions on this backend, lazy disks for power-cut and the durability scenarios, enough brokers) is
 `nemesis.catalog.check_fault`.
 """
 from __future__ import annotations
@@ -45,7 +45,7 @@ FAULT_KINDS: dict[str, FaultKind] = {k.name: k for k in (
     FaultKind("pause", PROCESS_TARGETS, "one", False, "SIGSTOP the node's processes; heal: SIGCONT"),
     FaultKind("kill", PROCESS_TARGETS, "one", False, "kill -9 the node's processes; heal: start them again"),
     FaultKind("power-cut", PROCESS_TARGETS, "one", False,
-              "kill -9 losing unflushed writes (own broker flush=lazy); heal: start them again"),
+              "lose what the node's lazy disks hold unsynced, kill -9 (flush = lazy); heal: start them again"),
     FaultKind("leader-bounce", (), RANDOM_PARTITION, True,
               "KIP-101 scenario 1: pause the leader, kill -9 and restart a follower, kill the leader, "
               "wait for the election, restart the old leader", least_brokers=2),
@@ -55,7 +55,15 @@ FAULT_KINDS: dict[str, FaultKind] = {k.name: k for k in (
     FaultKind("fast-leader-change", (), RANDOM_PARTITION, True,
               "KAFKA-6361: cut the next leader off from the leader, kill the leader, then the next one "
               "before the third replica refetches; heal, restart both", cuts_network=True, least_brokers=3),
+    FaultKind("kip101-divergence", (), RANDOM_PARTITION, True,
+              "KIP-101 scenario 2: power-cut every replica, the leader with more on disk; the one with less "
+              "returns first and leads, then the old leader (flush = lazy)", least_brokers=2),
+    FaultKind("last-replica-standing", (), RANDOM_PARTITION, True,
+              "KIP-966: cut the followers off from the leader until its ISR is itself, power-cut it, heal, "
+              "restart it (flush = lazy)", cuts_network=True, least_brokers=2),
 )}
+# Faults that need the cluster on lazy disks (flush = "lazy"): a run that names one gets it by default.
+LAZY_FAULTS = ("power-cut", "kip101-divergence", "last-replica-standing")
 
 
 @dataclass(frozen=True)

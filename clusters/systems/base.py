@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from clusters.hosts.base import Host, HostSet
+from clusters.lazyfs.mount import LazyOptions
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,11 @@ class System(ABC):
         ZooKeeper mode); None where the control plane runs apart."""
         return None
 
+    def brokers_are_voters(self) -> bool:
+        """Whether every broker is also a member of the controller quorum (KRaft's combined mode): a
+        cut between brokers then cuts the control plane too."""
+        return False
+
     def restart_keeps_isr_place(self) -> bool:
         """Whether a broker killed and restarted quickly is still in the ISRs it was in (the own
         controller keeps it; Kafka's controller drops a broker whose session ended)."""
@@ -122,9 +128,16 @@ class System(ABC):
         """The replication protocol under test, in words, for reports."""
         return ""
 
-    def loses_unflushed_writes_on_kill(self) -> bool:
-        """Whether kill -9 drops writes not yet flushed (a power cut); False unless configured so."""
-        return False
+    def lazy_options(self) -> LazyOptions | None:
+        """How the nodes' lazy disks behave when the system runs with `flush = "lazy"` (their data
+        folders on the lazy filesystem, so that a power cut loses what was not made durable);
+        None otherwise."""
+        return None
+
+    def lazy_folders(self, host: Host) -> list[str]:
+        """The folders of `host` that go on lazy disks with `flush = "lazy"` (what the node must not
+        lose: its logs and metadata); none for a node that keeps nothing (or keeps it elsewhere)."""
+        return []
 
 
 def read_replica_logs(host: Host, data_dir: str, timeout: float) -> list[bytes]:
