@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any, Callable, Mapping
 
 from clusters.errors import ClusterConfigError, HostError
@@ -88,6 +88,12 @@ class NodeDisk(ABC):
     def folders(self) -> list[str]:
         """The mount points."""
 
+    @property
+    @abstractmethod
+    def backings(self) -> list[str]:
+        """Their backing folders, on this machine, in the same order: the durable state (what a
+        power cut leaves; while the node is down after one, exactly what it will find)."""
+
 
 class LocalDisk(NodeDisk):
     """Lazy mounts on this machine (process and netns backends)."""
@@ -110,6 +116,10 @@ class LocalDisk(NodeDisk):
     @property
     def folders(self) -> list[str]:
         return [str(m.mountpoint) for m in self.mounts]
+
+    @property
+    def backings(self) -> list[str]:
+        return [str(m.backing) for m in self.mounts]
 
     def power_cut(self, kill: Callable[[], None]) -> CutLoss:
         lost = [m.drop() for m in self.mounts]
@@ -193,6 +203,11 @@ class LazyDisks:
             raise ClusterConfigError(f"{node} has no lazy disk: "
                                      + (f"only {', '.join(self.disks)} have" if self.disks else
                                         "the cluster was not started with flush = \"lazy\"")) from None
+
+    def durable_path(self, node: str, relative: str = "") -> Path:
+        """A path in the node's first lazy folder, in its backing folder on this machine: what is
+        durable there."""
+        return Path(self.disk(node).backings[0]) / relative
 
     def unmount_all(self) -> None:
         """Every disk unmounted cleanly (in reverse order); HostError naming what could not be."""

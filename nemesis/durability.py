@@ -10,13 +10,16 @@ make Kafka's replication protocols lose acknowledged writes or diverge.
   default, so that A checkpoints a high watermark past the followers' durable logs), make A's disk
   durable again (A's write-back came later), power-cut A, then the followers, the one chosen to
   lead (B) last (an ISR of one keeps its last member); start B, then the other followers; wait
-  for a leader other than A and for the followers in its ISR; wait `settle` seconds (writes land
-  at offsets where A holds other records); start A; wait until A is in the ISR. A follower that
-  truncates to its high watermark (before KIP-101: Kafka 0.10.2, the own broker's `hw`) keeps
-  records the new leader does not have below that mark -> replica-divergence; with leader epochs
-  it truncates to where the leader's log diverged. Kafka before 0.11 halts A instead when the
-  new leader's log is still shorter than A's high watermark (a liveness finding): `settle` must
-  let the leader's log grow past it.
+  for a leader other than A and for the followers in its ISR; read the high watermark A
+  checkpointed from A's durable disk, and wait until the new leader's high watermark has passed
+  it (writes land at offsets where A holds other records; bounded by the context's timeout),
+  then `settle` seconds; start A; wait until A is in the ISR. A follower that truncates to its
+  high watermark (before KIP-101: Kafka 0.10.2, the own broker's `hw`) keeps records the new
+  leader does not have below that mark -> replica-divergence; with leader epochs it truncates to
+  where the leader's log diverged. (Kafka before 0.11 halts A instead when the new leader's log
+  is shorter than A's high watermark, a liveness finding: hence the wait.) A topic of one
+  partition keeps the producers' sends flowing to the new leader: with more, the partitions that
+  wait for A hold the producers up.
 - `last-replica-standing` (KIP-966's case): with L the leader and every follower in the ISR,
   cut the followers off from L (they still reach the control plane) until L has shrunk the ISR to
   itself; power-cut L (it loses its unsynced tail, which holds acknowledged writes: they were
@@ -42,14 +45,19 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+from broker.storage.checkpoints import REPLICATION_OFFSET_CHECKPOINT, CheckpointError, read_offset_checkpoint
 from clusters.errors import ClusterConfigError, HostError
 from clusters.systems.base import PartitionView
+from workloads.closing import close_within
 from nemesis.context import NemesisContext
 from nemesis.scenarios import Scenario, view_json
 from nemesis.spec import FaultSpec
 
 GAP_S = 6.0  # between the followers' write-back and the leader's: above the HW checkpoint interval (5 s)
-SETTLE_S = 10.0  # the new leader takes writes before the old one returns
+SETTLE_S = 1.0  # after the new leader's high watermark passed the old leader's
+WATERMARK_POLL_S = 0.5
 
 
 class DurabilityScenario(Scenario):
@@ -106,10 +114,47 @@ class Kip101Divergence(DurabilityScenario):
             if node != elected.leader:
                 self.await_isr(ctx, node)
         done.update(new_leader=elected.leader, new_leader_epoch=elected.leader_epoch)
-        time.sleep(self.settle)  # writes land where A holds records of its own
+        self.await_high_watermark(ctx, self.checkpointed_high_watermark(ctx, leader))
+        time.sleep(self.settle)
         self.start_node(ctx, leader)
         final = self.await_isr(ctx, leader)
         done.update(final_leader=final.leader, final_leader_epoch=final.leader_epoch)
+
+
+    def checkpointed_high_watermark(self, ctx: NemesisContext, node: str) -> int | None:
+        """The partition's high watermark in the node's durable replication-offset-checkpoint (Kafka's
+        layout, the own broker's too); None when it holds none."""
+        path = ctx.cluster.disks.durable_path(node, REPLICATION_OFFSET_CHECKPOINT)
+        try:
+            return read_offset_checkpoint(path).get((ctx.topic, self.partition))
+        except (CheckpointError, OSError):
+            return None
+
+    def await_high_watermark(self, ctx: NemesisContext, above: int | None) -> None:
+        """Until the partition's high watermark (asked of its leader) is above `above` (the old
+        leader's); recorded as `await-high-watermark`. Not reached in the context's timeout: recorded,
+        and the scenario goes on."""
+        with self._step(ctx, "await-high-watermark", {"partition": self.partition, "above": above}) as op:
+            if above is None:
+                op.value = {**op.value, "skipped": "no checkpointed high watermark"}
+                return
+            reached = None
+            consumer = Consumer({"bootstrap.servers": ctx.cluster.bootstrap, "group.id": "fencepost-nemesis",
+                                 "enable.auto.commit": False})
+            try:
+                deadline = time.monotonic() + ctx.timeout
+                while time.monotonic() < deadline:
+                    try:
+                        _, reached = consumer.get_watermark_offsets(TopicPartition(ctx.topic, self.partition),
+                                                                    timeout=2.0)
+                    except KafkaException:
+                        pass
+                    if reached is not None and reached > above:
+                        break
+                    time.sleep(WATERMARK_POLL_S)
+            finally:
+                close_within(consumer, what="the nemesis's high-watermark consumer")
+            op.value = {**op.value, "high_watermark": reached, "passed": reached is not None and reached > above}
 
 
 class LastReplicaStanding(DurabilityScenario):
