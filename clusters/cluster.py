@@ -15,6 +15,7 @@ lazy disks (clusters/disks.py), mounted before any process starts and unmounted 
 """
 from __future__ import annotations
 
+import signal
 import socket
 import tempfile
 import threading
@@ -361,12 +362,23 @@ class Cluster:
     def power_cut(self, node: str) -> CutLoss:
         """The node loses power: what its lazy disks hold that is not durable is dropped, its
         processes are killed (kill -9), its disks are mounted again (its processes are not started:
-        `start` does that). ClusterConfigError when the node has no lazy disk."""
+        `start` does that). Its processes are stopped (SIGSTOP) first: they do nothing after the
+        cut. ClusterConfigError when the node has no lazy disk."""
         disk = self.disks.disk(node)
+        self._freeze(node)  # the moment of the cut: nothing the node does after it may reach its disks
         try:
             return disk.power_cut(lambda: self.kill(node))
         finally:
             self.save()  # the daemons' pids changed
+
+    def _freeze(self, node: str) -> None:
+        """SIGSTOP the node's processes (signals, not the backend's pause: docker's would freeze the
+        node's lazy filesystem daemon too) and wait until they are stopped."""
+        host = self.hosts[node]
+        live = self._live(node)
+        for handle in live:
+            host.signal(handle, signal.SIGSTOP)
+        host.wait_for_state(live, {"stopped", "gone"})
 
     def writeback(self, node: str) -> None:
         """Everything the node's lazy disks hold becomes durable (the kernel writing dirty pages back)."""

@@ -12,8 +12,10 @@ Where the daemon runs, per backend:
   under `ip netns exec` gets its own copy of the mount table when it starts, so the mounts are
   made before any process of the cluster starts, and again after each cut before the node's
   processes start again (the fault's stop starts them).
-- `docker`: inside the node's container, which then gets /dev/fuse and CAP_SYS_ADMIN
-  (`ContainerDisk`, clusters/hosts/docker_disk.py): a container's mounts are its own.
+- `docker`: refused. A container sees the mounts it was made with; this machine's root mount
+  is private, so a mount made here after a power cut would not propagate into it. The daemon
+  would have to run inside the node's container (/dev/fuse, CAP_SYS_ADMIN), driven through
+  its control socket in the bind-mounted backing folder: not built yet.
 - `ssh`: refused (the daemon would have to be built and driven on remote machines).
 
 A power cut of a node, in the order the lazy filesystem requires (clusters/lazyfs/mount.py):
@@ -159,11 +161,17 @@ class LazyDisks:
     @staticmethod
     def check_backend(backend: str) -> None:
         """ClusterConfigError when lazy disks cannot be made on this backend, saying what to do."""
-        if backend not in (*LOCAL_BACKENDS, "docker"):
+        if backend == "docker":
+            raise ClusterConfigError(
+                "flush = \"lazy\" on the docker backend: a container sees only the mounts it was made with "
+                "(this machine's root mount is private, so a lazy mount made here after a power cut would not "
+                "reach it), and running the lazy filesystem's daemon inside each container (with /dev/fuse and "
+                "CAP_SYS_ADMIN) is not built yet: use the netns backend (as root) or the process backend")
+        if backend not in LOCAL_BACKENDS:
             raise ClusterConfigError(
                 f"flush = \"lazy\" puts the nodes' data on fencepost's lazy filesystem, a FUSE daemon that "
                 f"must run beside the node; the {backend} backend cannot run it on its machines: use the "
-                "netns, process or docker backend, or flush = \"os\" / \"fsync\" (no power cuts)")
+                "netns or process backend, or flush = \"os\" / \"fsync\" (no power cuts)")
 
     def mount_all(self, hosts: HostSet, plan: Mapping[str, list[str]], options: LazyOptions,
                   on_mounted: Callable[[], None] = lambda: None) -> None:
@@ -223,14 +231,10 @@ class LazyDisks:
 
 
 def make_disk(host: Host, hosts: HostSet, folders: list[str], options: LazyOptions) -> NodeDisk:
-    if hosts.backend in LOCAL_BACKENDS:
-        return LocalDisk.make(host, hosts.cluster, folders, options)
-    from clusters.hosts.docker_disk import ContainerDisk
-    return ContainerDisk.make(host, hosts.cluster, folders, options)
+    return LocalDisk.make(host, hosts.cluster, folders, options)
 
 
 def attach_disk(hosts: HostSet, state: Mapping[str, Any]) -> NodeDisk:
-    if state.get("kind") == "local":
-        return LocalDisk(state["node"], [LazyMount.attach(m) for m in state["mounts"]])
-    from clusters.hosts.docker_disk import ContainerDisk
-    return ContainerDisk.attach(hosts[state["node"]], state)
+    if state.get("kind") != "local":
+        raise ClusterConfigError(f"a lazy disk of kind {state.get('kind')!r} is not one this version knows")
+    return LocalDisk(state["node"], [LazyMount.attach(m) for m in state["mounts"]])
