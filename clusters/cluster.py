@@ -28,8 +28,9 @@ from typing import Any, Callable, Iterable, Mapping
 
 from clusters.disks import CutLoss, LazyDisks
 from clusters.errors import ClusterConfigError, HostError, NotRejoining
+from clusters.lazyfs.build import daemon_binary
 from clusters.hosts import backend_module
-from clusters.hosts.base import HostSet, ProcessHandle
+from clusters.hosts.base import Host, HostSet, ProcessHandle
 from clusters.store import check_name, load_state, save_state
 from clusters.systems import system_for
 from clusters.systems.base import PartitionView, ProcessSpec, System, TopicSpec
@@ -95,8 +96,11 @@ class Cluster:
         if lazy is not None:
             LazyDisks.check_backend(spec.backend)
         step(f"provisioning {len(nodes)} {spec.backend} hosts")
+        shared, needs = system.host_paths(), {}
+        if lazy is not None and spec.backend == "docker":  # the daemon runs in the containers
+            shared, needs = [*shared, str(daemon_binary().parent)], {"fuse": True}
         hosts = backend_module(spec.backend).provision(spec.name, nodes, directory / "nodes",
-                                                       dict(spec.backend_options), system.host_paths())
+                                                       dict(spec.backend_options), shared, **needs)
         cluster = Cluster(spec, directory, hosts, system)
         try:
             cluster.save()
@@ -354,7 +358,10 @@ class Cluster:
 
     def kill(self, node: str) -> None:
         """kill -9 every process of the node (a paused one too)."""
-        self.hosts[node].kill(self._live(node))
+        if self.disks.kills_with_signals(node):
+            Host.kill(self.hosts[node], self._live(node))  # signals: the backend's kill would end its lazy disk
+        else:
+            self.hosts[node].kill(self._live(node))
 
     def pause(self, node: str) -> None:
         self.hosts[node].pause(self._live(node))

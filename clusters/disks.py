@@ -12,10 +12,11 @@ Where the daemon runs, per backend:
   under `ip netns exec` gets its own copy of the mount table when it starts, so the mounts are
   made before any process of the cluster starts, and again after each cut before the node's
   processes start again (the fault's stop starts them).
-- `docker`: refused. A container sees the mounts it was made with; this machine's root mount
-  is private, so a mount made here after a power cut would not propagate into it. The daemon
-  would have to run inside the node's container (/dev/fuse, CAP_SYS_ADMIN), driven through
-  its control socket in the bind-mounted backing folder: not built yet.
+- `docker`: inside the node's container (`ContainerDisk`, clusters/hosts/docker_disk.py), which
+  is then made with /dev/fuse and CAP_SYS_ADMIN: a container sees only the mounts of its own
+  mount table (this machine's root mount is private, so a mount made here after a power cut
+  would not reach it). The default image only (it runs this machine's /usr: libfuse3, and the
+  daemon binary from this machine's cache).
 - `ssh`: refused (the daemon would have to be built and driven on remote machines).
 
 A power cut of a node, in the order the lazy filesystem requires (clusters/lazyfs/mount.py):
@@ -91,6 +92,12 @@ class NodeDisk(ABC):
         """The mount points."""
 
     @property
+    def kills_with_signals(self) -> bool:
+        """Whether a kill of the node must signal its processes rather than use the backend's own
+        kill (docker's would end the daemon too, and a kill -9 keeps what a power cut loses)."""
+        return False
+
+    @property
     @abstractmethod
     def backings(self) -> list[str]:
         """Their backing folders, on this machine, in the same order: the durable state (what a
@@ -161,17 +168,11 @@ class LazyDisks:
     @staticmethod
     def check_backend(backend: str) -> None:
         """ClusterConfigError when lazy disks cannot be made on this backend, saying what to do."""
-        if backend == "docker":
-            raise ClusterConfigError(
-                "flush = \"lazy\" on the docker backend: a container sees only the mounts it was made with "
-                "(this machine's root mount is private, so a lazy mount made here after a power cut would not "
-                "reach it), and running the lazy filesystem's daemon inside each container (with /dev/fuse and "
-                "CAP_SYS_ADMIN) is not built yet: use the netns backend (as root) or the process backend")
-        if backend not in LOCAL_BACKENDS:
+        if backend not in (*LOCAL_BACKENDS, "docker"):
             raise ClusterConfigError(
                 f"flush = \"lazy\" puts the nodes' data on fencepost's lazy filesystem, a FUSE daemon that "
                 f"must run beside the node; the {backend} backend cannot run it on its machines: use the "
-                "netns or process backend, or flush = \"os\" / \"fsync\" (no power cuts)")
+                "netns, process or docker backend, or flush = \"os\" / \"fsync\" (no power cuts)")
 
     def mount_all(self, hosts: HostSet, plan: Mapping[str, list[str]], options: LazyOptions,
                   on_mounted: Callable[[], None] = lambda: None) -> None:
@@ -212,6 +213,9 @@ class LazyDisks:
                                      + (f"only {', '.join(self.disks)} have" if self.disks else
                                         "the cluster was not started with flush = \"lazy\"")) from None
 
+    def kills_with_signals(self, node: str) -> bool:
+        return node in self.disks and self.disks[node].kills_with_signals
+
     def durable_path(self, node: str, relative: str = "") -> Path:
         """A path in the node's first lazy folder, in its backing folder on this machine: what is
         durable there."""
@@ -231,10 +235,16 @@ class LazyDisks:
 
 
 def make_disk(host: Host, hosts: HostSet, folders: list[str], options: LazyOptions) -> NodeDisk:
-    return LocalDisk.make(host, hosts.cluster, folders, options)
+    if hosts.backend in LOCAL_BACKENDS:
+        return LocalDisk.make(host, hosts.cluster, folders, options)
+    from clusters.hosts.docker_disk import ContainerDisk
+    return ContainerDisk.make(host, hosts.cluster, folders, options)
 
 
 def attach_disk(hosts: HostSet, state: Mapping[str, Any]) -> NodeDisk:
-    if state.get("kind") != "local":
-        raise ClusterConfigError(f"a lazy disk of kind {state.get('kind')!r} is not one this version knows")
-    return LocalDisk(state["node"], [LazyMount.attach(m) for m in state["mounts"]])
+    if state.get("kind") == "local":
+        return LocalDisk(state["node"], [LazyMount.attach(m) for m in state["mounts"]])
+    if state.get("kind") == "container":
+        from clusters.hosts.docker_disk import ContainerDisk
+        return ContainerDisk.attach(hosts[state["node"]], state)
+    raise ClusterConfigError(f"a lazy disk of kind {state.get('kind')!r} is not one this version knows")

@@ -108,14 +108,18 @@ def test_the_cli_refuses_a_power_cut_of_a_cluster_off_the_lazy_filesystem_with_e
     assert "not started on the lazy filesystem" in done.stderr and "--flush lazy" in done.stderr
 
 
-@pytest.mark.parametrize("backend, why", [
-    ("ssh", r"the ssh backend cannot run it on its machines: use the netns or process backend"),
-    ("docker", r"docker backend: a container sees only the mounts it was made with .*use the netns backend")])
-def test_backends_that_cannot_run_the_daemon_are_refused_saying_why(backend, why):
-    with pytest.raises(ClusterConfigError, match=why):
+def test_a_backend_that_cannot_run_the_daemon_is_refused_saying_why():
+    with pytest.raises(ClusterConfigError, match=r"the ssh backend cannot run it on its machines: use the netns, "
+                                                 r"process or docker backend"):
+        LazyDisks.check_backend("ssh")
+    for backend in ("netns", "process", "docker"):
         LazyDisks.check_backend(backend)
-    LazyDisks.check_backend("netns")
-    LazyDisks.check_backend("process")
+
+
+def test_lazy_disks_on_docker_need_the_default_image(tmp_path):
+    from clusters.hosts import docker as docker_backend
+    with pytest.raises(ClusterConfigError, match=r"image=mine: the lazy filesystem's daemon .* leave image= out"):
+        docker_backend.provision("fp-x", ["n1"], tmp_path, {"image": "mine"}, fuse=True)
 
 
 @pytest.mark.parametrize("faults", ["power-cut:all", "kip101-divergence", "kill,last-replica-standing:0"])

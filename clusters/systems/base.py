@@ -124,6 +124,11 @@ class System(ABC):
         `versions` section holds it."""
         return {}
 
+    def observed_provenance(self, hosts: HostSet) -> dict[str, Any]:
+        """What the running cluster itself says it is (asked once it is up), for test.json's
+        `versions` beside `provenance()`; HostError when it cannot be asked."""
+        return {}
+
     def protocol_description(self) -> str:
         """The replication protocol under test, in words, for reports."""
         return ""

@@ -67,6 +67,21 @@ class KafkaSystem(System):
                 "flush": s.flush, "lazy_model": s.lazy_model if s.flush == "lazy" else None,
                 "eligible_leader_replicas": s.elr_on}
 
+    def observed_provenance(self, hosts: HostSet) -> dict[str, Any]:
+        """The finalized features the first broker that answers reports (KRaft: `metadata.version`,
+        `eligible.leader.replicas.version`, ...), as Kafka itself keeps them in its metadata."""
+        if self.zookeeper_mode:
+            return {}
+        last: HostError | None = None
+        for host in self._brokers(hosts):
+            try:
+                found = wire.finalized_features(host.address, host.port("broker", config.BROKER_PORT), ASK_TIMEOUT_S)
+            except HostError as e:
+                last = e
+                continue
+            return {} if found is None else {"finalized_features": found}
+        raise last or HostError("no broker to ask for the finalized features")
+
     def lazy_options(self) -> LazyOptions | None:
         return LazyOptions(model=self.settings.lazy_model) if self.settings.flush == "lazy" else None
 

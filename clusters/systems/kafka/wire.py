@@ -1,6 +1,6 @@
 """A synchronous Kafka-protocol client for the cluster's control-plane questions to stock
 Kafka of any release from 0.10.2 to 4.x: Metadata (brokers, controller, leaders, leader
-epochs, ISRs) and CreateTopics.
+epochs, ISRs), CreateTopics, and the finalized features (ApiVersions v3, KRaft).
 
 Each question opens a connection, asks ApiVersions (v0, which every release answers) and then
 asks at the newest version both sides speak, capped below the flexible encodings (Metadata v7,
@@ -144,3 +144,18 @@ def create_topic(host: str, port: int, name: str, partitions: int, replication_f
                                                     validate_only=False), version)
     result = answer.topics[0]
     return result.error_code, result.error_message if version >= 1 else None
+
+
+def finalized_features(host: str, port: int, timeout: float) -> dict[str, int] | None:
+    """The cluster's finalized feature levels as the broker knows them (ApiVersions v3, Kafka 2.7+:
+    `metadata.version`, `eligible.leader.replicas.version`, ...), each at its max level; None
+    when the broker does not speak ApiVersions v3."""
+    with Connection(host, port, timeout) as connection:
+        connection.version_for(MetadataRequest)  # fills in the versions the broker speaks
+        low, high = connection.versions.get(ApiVersionsRequest.API_KEY, (0, 0))
+        if high < 3:
+            return None
+        answer = connection.ask(ApiVersionsRequest(client_software_name="fencepost", client_software_version="1"), 3)
+    if answer.error_code != 0:
+        raise HostError(f"{connection.where} answered ApiVersions v3 with error {answer.error_code}")
+    return {f.name: f.max_version_level for f in answer.finalized_features or ()}
