@@ -11,9 +11,13 @@ partition, reconnect, shape, heal) are what the nemesis (nemesis/) composes faul
 from, with the system's answers about roles (active controller, group coordinator)
 and its reassignment of replicas; `heal()` undoes every fault: cuts removed, netem
 removed, paused processes continued, stopped nodes started (control plane first).
+With a system's `flush = "lazy"` the nodes' data folders are lazy disks
+(clusters/disks.py), mounted before any process starts and unmounted at `down`;
+`power_cut(node)` loses what the node had not made durable.
 """
 from __future__ import annotations
 
+import signal
 import socket
 import tempfile
 import threading
@@ -24,9 +28,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
+from clusters.disks import CutLoss, LazyDisks
 from clusters.errors import ClusterConfigError, HostError, NotRejoining
+from clusters.lazyfs.build import daemon_binary
 from clusters.hosts import backend_module
-from clusters.hosts.base import HostSet, ProcessHandle
+from clusters.hosts.base import Host, HostSet, ProcessHandle
 from clusters.store import check_name, load_state, save_state
 from clusters.systems import system_for
 from clusters.systems.base import PartitionView, ProcessSpec, System, TopicSpec
@@ -64,7 +70,8 @@ class Cluster:
     def __init__(self, spec: ClusterSpec, directory: Path, hosts: HostSet, system: System,
                  processes: Mapping[str, Mapping[str, ProcessHandle]] | None = None,
                  cuts: Mapping[str, Iterable[str]] | None = None, created: str | None = None,
-                 shaped: Mapping[str, Iterable[str]] | None = None) -> None:
+                 shaped: Mapping[str, Iterable[str]] | None = None,
+                 disks: LazyDisks | None = None) -> None:
         self.spec = spec
         self.directory = directory
         self.hosts = hosts
@@ -73,6 +80,7 @@ class Cluster:
         self.cuts: dict[str, list[str]] = {n: sorted(p) for n, p in (cuts or {}).items()}
         self.shaped: dict[str, list[str]] = {n: list(a) for n, a in (shaped or {}).items()}  # node -> netem args
         self.created = created or datetime.now(timezone.utc).isoformat(timespec="seconds")
+        self.disks = disks or LazyDisks()
         self.log_starts: dict[tuple[str, str], int] = {}  # (node, role) -> its log's size when last started
         self._rejoin_answers: dict[tuple[str, str, int], tuple[float, str | None]] = {}
         self._saving = threading.RLock()  # the processes table, changed and saved by side-by-side starts
@@ -88,12 +96,22 @@ class Cluster:
         system = system_for(spec.system, spec.system_options)
         nodes = system.node_names(spec.brokers)
         step = on_step or (lambda message: None)
+        lazy = system.lazy_options()
+        if lazy is not None:
+            LazyDisks.check_backend(spec.backend)
         step(f"provisioning {len(nodes)} {spec.backend} hosts")
+        shared, needs = system.host_paths(), {}
+        if lazy is not None and spec.backend == "docker":  # the daemon runs in the containers
+            shared, needs = [*shared, str(daemon_binary().parent)], {"fuse": True}
         hosts = backend_module(spec.backend).provision(spec.name, nodes, directory / "nodes",
-                                                       dict(spec.backend_options), system.host_paths())
+                                                       dict(spec.backend_options), shared, **needs)
         cluster = Cluster(spec, directory, hosts, system)
         try:
             cluster.save()
+            if lazy is not None:
+                plan = LazyDisks.plan(hosts, system.lazy_folders)
+                step(f"mounting lazy disks ({lazy.model}) on {', '.join(plan)}")
+                cluster.disks.mount_all(hosts, plan, lazy, on_mounted=cluster.save)
             control = system.control_nodes(nodes)
             for node in control:  # in order: a broker needs its control plane up
                 step(f"starting {node}")
@@ -120,7 +138,8 @@ class Cluster:
             processes = {n: {r: ProcessHandle.from_dict(h) for r, h in roles.items()}
                          for n, roles in state.get("processes", {}).items()}
             return Cluster(spec, directory, hosts, system_for(spec.system, state.get("system_options", {})),
-                           processes, state.get("cuts"), state.get("created"), state.get("shaped"))
+                           processes, state.get("cuts"), state.get("created"), state.get("shaped"),
+                           LazyDisks.attach(hosts, state.get("lazy_disks")))
         except (KeyError, TypeError, ValueError) as e:
             raise ClusterConfigError(f"{directory}/cluster.json is not a cluster state this version can read "
                                      f"({type(e).__name__}: {e}); remove its leftovers with `fencepost cleanup`") from None
@@ -130,14 +149,15 @@ class Cluster:
                 "hosts": self.hosts.state(), "bootstrap": self.bootstrap,
                 "nodes": {n: self.hosts[n].describe() for n in self.nodes},
                 "processes": {n: {r: h.to_dict() for r, h in roles.items()} for n, roles in self.processes.items()},
-                "cuts": self.cuts, "shaped": self.shaped}
+                "cuts": self.cuts, "shaped": self.shaped, "lazy_disks": self.disks.state()}
 
     def save(self) -> None:
         with self._saving:  # nodes may be started side by side
             save_state(self.directory, self.state())
 
     def down(self, timeout: float = STOP_TIMEOUT_S) -> None:
-        """Heal cuts, stop every process (SIGTERM, then SIGKILL), remove the hosts. Idempotent."""
+        """Heal cuts, stop every process (SIGTERM, then SIGKILL), remove the hosts, unmount the lazy
+        disks (cleanly: everything made durable first). Idempotent."""
         problems = []
         self._merge_saved_processes()
         for node in self.nodes:
@@ -150,6 +170,10 @@ class Cluster:
                 self.stop(node, timeout)
             except HostError as e:
                 problems.append(str(e))
+        try:
+            self.disks.unmount_all()  # before the hosts go: a container's mounts go with it
+        except HostError as e:
+            problems.append(str(e))
         self.hosts.destroy()
         self.cuts = {}
         self.shaped = {}  # the qdiscs went with the namespaces or containers
@@ -263,6 +287,10 @@ class Cluster:
             if not done.ok:
                 raise HostError(f"{spec.role} on {node}: its set-up command {' '.join(spec.setup)} failed "
                                 f"(exit {done.returncode}): {(done.stderr or done.stdout).strip()[-2000:]}")
+            if node in self.disks:
+                # what a set-up command writes (Kafka's storage format, which fsyncs meta.properties but
+                # not bootstrap.checkpoint) was written long before any power cut on a real machine
+                self.disks.disk(node).writeback()
 
     def _wait_ready(self, node: str, handle: ProcessHandle, spec: ProcessSpec, deadline: float) -> bool:
         """True once ready; False when the process exited first; HostError at the deadline."""
@@ -348,10 +376,38 @@ class Cluster:
 
     def kill(self, node: str) -> None:
         """kill -9 every process of the node (a paused one too)."""
-        self.hosts[node].kill(self._live(node))
+        if self.disks.kills_with_signals(node):
+            Host.kill(self.hosts[node], self._live(node))  # signals: the backend's kill would end its lazy disk
+        else:
+            self.hosts[node].kill(self._live(node))
 
     def pause(self, node: str) -> None:
         self.hosts[node].pause(self._live(node))
+
+    def power_cut(self, node: str) -> CutLoss:
+        """The node loses power: what its lazy disks hold that is not durable is dropped, its
+        processes are killed (kill -9), its disks are mounted again (its processes are not started:
+        `start` does that). Its processes are stopped (SIGSTOP) first: they do nothing after the
+        cut. ClusterConfigError when the node has no lazy disk."""
+        disk = self.disks.disk(node)
+        self._freeze(node)  # the moment of the cut: nothing the node does after it may reach its disks
+        try:
+            return disk.power_cut(lambda: self.kill(node))
+        finally:
+            self.save()  # the daemons' pids changed
+
+    def _freeze(self, node: str) -> None:
+        """SIGSTOP the node's processes (signals, not the backend's pause: docker's would freeze the
+        node's lazy filesystem daemon too) and wait until they are stopped."""
+        host = self.hosts[node]
+        live = self._live(node)
+        for handle in live:
+            host.signal(handle, signal.SIGSTOP)
+        host.wait_for_state(live, {"stopped", "gone"})
+
+    def writeback(self, node: str) -> None:
+        """Everything the node's lazy disks hold becomes durable (the kernel writing dirty pages back)."""
+        self.disks.disk(node).writeback()
 
     def resume(self, node: str) -> None:
         self.hosts[node].resume(self._live(node))

@@ -8,12 +8,13 @@ from clusters.cluster import Cluster
 from clusters.errors import ClusterConfigError
 from nemesis.faults import Fault, KillFault, PartitionFault, PauseFault, PowerCutFault
 from nemesis.fast_leader_change import FastLeaderChange
+from nemesis.durability import Kip101Divergence, LastReplicaStanding
 from nemesis.netem import NetemOptions
 from nemesis.network_faults import ClientPartitionFault, NetemFault
 from nemesis.reassign import ReassignFault
 from nemesis.restarts import RestartFault, RollingRestart
 from nemesis.scenarios import LeaderBounce, Zombie
-from nemesis.spec import FaultSpec
+from nemesis.spec import LAZY_FAULTS, FaultSpec
 from nemesis.targets import least_brokers
 
 FAULT_CLASSES: dict[str, type[Fault]] = {
@@ -21,12 +22,13 @@ FAULT_CLASSES: dict[str, type[Fault]] = {
     "leader-bounce": LeaderBounce, "zombie": Zombie, "fast-leader-change": FastLeaderChange,
     "client-partition": ClientPartitionFault, "netem": NetemFault, "restart": RestartFault,
     "rolling-restart": RollingRestart, "reassign": ReassignFault,
+    "kip101-divergence": Kip101Divergence, "last-replica-standing": LastReplicaStanding,
 }
 # What a target needs of the system (System.cannot names why it cannot).
 TARGET_FEATURES = {"group-coordinator": "group-coordinator"}
 LEAST_BROKERS = {("partition", "minority"): 3, ("partition", "bridge"): 3, ("partition", "majorities-ring"): 3}
-POWER_CUT_FIX = ("start the cluster so that kill -9 loses unflushed writes: for the own system the flush mode "
-                 "lazy (`fencepost cluster up --flush lazy`, or system option flush = \"lazy\")")
+POWER_CUT_FIX = ("start it on the lazy filesystem: flush = \"lazy\" (`fencepost run --flush lazy`, "
+                 "`fencepost cluster up --flush lazy`, or flush = \"lazy\" in the run's TOML)")
 
 
 def new_fault(spec: FaultSpec) -> Fault:
@@ -62,9 +64,8 @@ def check_fault(spec: FaultSpec, cluster: Cluster, netem: dict | None = None) ->
     if spec.name == "reassign" and len(cluster.broker_nodes) < 2:
         raise ClusterConfigError(f"fault {spec} needs at least 2 brokers to move replicas between; cluster "
                                  f"{cluster.name} has {len(cluster.broker_nodes)}")
-    if spec.name == "power-cut" and not cluster.system.loses_unflushed_writes_on_kill():
-        raise ClusterConfigError(f"fault {spec}: a kill -9 of this {cluster.system.name} cluster loses no "
-                                 f"unflushed write, so it would be a plain kill; {POWER_CUT_FIX}")
+    if spec.name in LAZY_FAULTS:
+        check_lazy_disks(spec, cluster)
     brokers = len(cluster.broker_nodes)
     least = max(spec.kind.least_brokers, LEAST_BROKERS.get((spec.name, spec.target), least_brokers(spec.target)))
     if brokers < least:
@@ -72,3 +73,19 @@ def check_fault(spec: FaultSpec, cluster: Cluster, netem: dict | None = None) ->
                                  f"{brokers}: choose another target or a bigger cluster")
     if spec.target == "controller" and not cluster.control_nodes:
         raise ClusterConfigError(f"fault {spec}: the {cluster.system.name} system has no control-plane nodes")
+
+
+def check_lazy_disks(spec: FaultSpec, cluster: Cluster) -> None:
+    """The nodes `spec` may power-cut are on lazy disks (a power cut must lose what they did not
+    make durable, which a kill -9 never does: the page cache survives it)."""
+    hit = cluster.control_nodes if spec.target == "controller" else cluster.broker_nodes
+    missing = [n for n in hit if n not in cluster.disks]
+    if not missing:
+        return
+    if not cluster.disks:
+        raise ClusterConfigError(f"fault {spec}: cluster {cluster.name} was not started on the lazy filesystem, "
+                                 f"so a power cut would lose nothing a kill -9 keeps (the page cache survives "
+                                 f"it); {POWER_CUT_FIX}")
+    raise ClusterConfigError(f"fault {spec}: {', '.join(missing)} keep their data off the lazy filesystem "
+                             f"(only {', '.join(cluster.disks.nodes)} are on it), so a power cut could not lose "
+                             "their unsynced writes: choose a target among the brokers")

@@ -12,7 +12,7 @@ with what was done):
 | partition | `start-partition` {target, grudge} — cluster.partition(grudge) | `stop-partition` {grudge} — cluster.heal_network() (every cut, as Jepsen's :stop) |
 | pause | `pause` {target, nodes} — SIGSTOP | `resume` {nodes} — SIGCONT |
 | kill | `kill` {target, nodes} — kill -9 | `start` {nodes} — the node's processes started again |
-| power-cut | `power-cut` {target, nodes} — kill -9 of a node that loses unflushed writes | `start` {nodes} |
+| power-cut | `power-cut` {target, nodes, lost} — the node's lazy disks drop what is not durable, kill -9, the disks mounted again (`Cluster.power_cut`); `lost` per node: bytes, files, entries | `start` {nodes} |
 
 With a role target (`leader`, `follower`, `active-controller`, `group-coordinator`:
 nemesis/roles.py) the values also say what the role resolved to (for `leader`: the topic,
@@ -161,5 +161,11 @@ class KillFault(ProcessFault):
 
 
 class PowerCutFault(KillFault):
-    """kill -9 where the system loses unflushed writes on it (checked up front: catalog.check_fault)."""
+    """A power cut of each node: what its lazy disks hold that was not made durable is lost, its
+    processes are killed (the cluster must run on lazy disks: checked up front, catalog.check_fault)."""
     start_f = "power-cut"
+
+    def apply(self, ctx: NemesisContext, node: str) -> None:
+        loss = ctx.cluster.power_cut(node)
+        if self.done is not None:
+            self.done.setdefault("lost", {})[node] = loss.to_json()

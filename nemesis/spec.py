@@ -10,7 +10,7 @@ start (`DRAWN_TARGETS`).
 Role targets (`ROLE_TARGETS`: leader, follower, active-controller, group-coordinator)
 name one node by what it does, resolved when the fault starts (nemesis/roles.py).
 Parsing is pure and checks names only; whether a cluster can take a fault
-(partitions on this backend, flush=lazy for power-cut, enough brokers) is
+(partitions on this backend, lazy disks for power-cut and the durability scenarios, enough brokers) is
 `nemesis.catalog.check_fault`.
 """
 from __future__ import annotations
@@ -61,7 +61,7 @@ FAULT_KINDS: dict[str, FaultKind] = {k.name: k for k in (
     FaultKind("pause", PROCESS_TARGETS, "one", False, "SIGSTOP the node's processes; heal: SIGCONT"),
     FaultKind("kill", PROCESS_TARGETS, "one", False, "kill -9 the node's processes; heal: start them again"),
     FaultKind("power-cut", PROCESS_TARGETS, "one", False,
-              "kill -9 losing unflushed writes (own broker flush=lazy); heal: start them again"),
+              "lose what the node's lazy disks hold unsynced, kill -9 (flush = lazy); heal: start them again"),
     FaultKind("leader-bounce", (), RANDOM_PARTITION, True,
               "KIP-101 scenario 1: pause the leader, kill -9 and restart a follower, kill the leader, "
               "wait for the election, restart the old leader", least_brokers=2, partition_target=True),
@@ -85,7 +85,15 @@ FAULT_KINDS: dict[str, FaultKind] = {k.name: k for k in (
     FaultKind("reassign", (), RANDOM_PARTITION, False,
               "move a partition's replicas to other brokers (the admin API, or ZooKeeper before 2.4); "
               "heal: move them back", partition_target=True),
+    FaultKind("kip101-divergence", (), RANDOM_PARTITION, True,
+              "KIP-101 scenario 2: power-cut every replica, the leader with more on disk; the one with less "
+              "returns first and leads, then the old leader (flush = lazy)", least_brokers=2, partition_target=True),
+    FaultKind("last-replica-standing", (), RANDOM_PARTITION, True,
+              "KIP-966: cut the followers off from the leader until its ISR is itself, power-cut it, heal, "
+              "restart it (flush = lazy)", cuts_network=True, least_brokers=2, partition_target=True),
 )}
+# Faults that need the cluster on lazy disks (flush = "lazy"): a run that names one gets it by default.
+LAZY_FAULTS = ("power-cut", "kip101-divergence", "last-replica-standing")
 
 
 @dataclass(frozen=True)

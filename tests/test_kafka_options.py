@@ -65,7 +65,12 @@ def test_the_mode_defaults_to_zookeeper_before_4_and_kraft_from_4():
     ("2.8.2", {"mode": "kraft"}, r"Kafka 2\.8\.2 has no production KRaft mode"),
     ("3.9.1", {"mode": "raft"}, r"mode 'raft': choose zk .* or kraft"),
     ("3.9.1", {"truncation": "kip999"}, r"truncation 'kip999': choose one of hw, kip101, kip279, kip320, release"),
-    ("3.9.1", {"flush": "lazy"}, r"flush 'lazy' on stock Kafka: choose one of os, fsync"),
+    ("3.9.1", {"flush": "lazyy"}, r"flush 'lazyy' on stock Kafka: choose one of os, fsync, lazy"),
+    ("3.9.1", {"flush": "lazy", "lazy_model": "ext4"}, r"lazy_model 'ext4': choose journal or strict"),
+    ("3.9.1", {"elr": True}, r"elr=true: Eligible Leader Replicas \(KIP-966\) exist in KRaft mode from Kafka "
+                            r"4\.0; kafka 3\.9\.1 in ZooKeeper mode has none"),
+    ("3.9.1", {"mode": "kraft", "elr": False}, r"elr=false: .*kafka 3\.9\.1 in KRaft mode has none"),
+    ("4.1.1", {"elr": "yes"}, r"elr='yes': give true or false"),
     ("3.9.1", {"replicas": 3}, r"the kafka system has no option 'replicas'; its options are .*truncation"),
     ("3.9.1", {"session_timeout_ms": "3s"}, r"session_timeout_ms='3s': give a whole number"),
     ("3.9.1", {"heap_mb": True}, r"heap_mb=True: give a whole number"),
@@ -117,3 +122,17 @@ def test_kraft_properties_give_each_node_its_roles_and_listeners():
     assert controller["controller.quorum.voters"] == "1001@10.0.0.11:9093,1002@10.0.0.12:9093"
     assert all(p["node.id"] == "7" and "inter.broker.protocol.version" not in p
                for p in (combined, broker, controller))
+
+
+def test_eligible_leader_replicas_follow_the_release_unless_the_option_says():
+    assert checked("3.9.1").elr_on is None and checked("3.9.1", mode="kraft").elr_on is None
+    assert checked("4.0.1").elr_on is False  # 4.0's kafka-storage version-mapping: eligible.leader.replicas.version=0
+    assert checked("4.1.1").elr_on is True and checked("4.4.0").elr_on is True
+    assert checked("4.0.1", elr=True).elr_on is True and checked("4.4.0", elr=False).elr_on is False
+
+
+def test_the_storage_format_sets_the_elr_feature_only_when_asked():
+    from clusters.systems.kafka.config import format_features
+    assert format_features(checked("4.1.1")) == ()
+    assert format_features(checked("4.0.1", elr=True)) == ("--feature", "eligible.leader.replicas.version=1")
+    assert format_features(checked("4.4.0", elr=False)) == ("--feature", "eligible.leader.replicas.version=0")

@@ -11,16 +11,19 @@ import time
 from pathlib import Path
 
 import pytest
+from confluent_kafka import Producer
 
 from clusters.cluster import Cluster, ClusterSpec
 from clusters.errors import ClusterConfigError
 from clusters.hosts import process
+from clusters.lazyfs.mounts import lazy_mounts
 from clusters.systems import system_for
 from clusters.systems.base import TopicSpec
 from harness.history import HistoryWriter, Recorder, iter_history
 from nemesis import (HealGuard, MemoryRecorder, Nemesis, ScriptedSchedule, check_fault, heal_cluster,
                      make_schedule, parse_fault, start_fault)
 from nemesis.context import LEADER_TARGET_WAIT_S
+from tests.lazyfs_support import needs_fuse
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]  # a shared cluster and real faults: seconds per test
 
@@ -193,10 +196,10 @@ def test_partitions_are_refused_up_front_on_the_process_backend(cluster, faults)
     assert recorder.ops == []
 
 
-def test_power_cut_is_refused_unless_a_kill_loses_unflushed_writes(cluster):
+def test_power_cut_is_refused_on_a_cluster_off_the_lazy_filesystem(cluster):
     with pytest.raises(ClusterConfigError) as caught:
         start_fault(cluster, "power-cut", MemoryRecorder())
-    assert "flush" in str(caught.value) and "lazy" in str(caught.value)
+    assert "not started on the lazy filesystem" in str(caught.value) and "--flush lazy" in str(caught.value)
     assert all_running(cluster)
 
 
@@ -263,15 +266,28 @@ def test_leader_bounce_moves_leadership_to_the_bounced_follower_and_restarts_eve
     assert recorder.ops[-1]["type"] == "info" and recorder.ops[-1]["value"] == fault.done
 
 
-def test_power_cut_kills_a_lazy_flushing_broker_and_heal_starts_it(tmp_path):
-    lazy = up(tmp_path / "lazy", "fp-nemesis-lazy-" + os.urandom(2).hex(), flush="lazy")
+@pytest.mark.root
+def test_power_cut_loses_what_the_lazy_disk_held_unsynced_and_heal_starts_the_broker(tmp_path):
+    """The own broker on the lazy disks stock Kafka uses (flush = "lazy": --flush os, an fsync every
+    flush_interval_ms, here never within the test)."""
+    needs_fuse()
+    lazy = up(tmp_path / "lazy", "fp-nemesis-lazy-" + os.urandom(2).hex(), flush="lazy", flush_interval_ms=600000)
     try:
+        assert lazy.disks.nodes == ["n1", "n2", "n3"]
+        producer = Producer({"bootstrap.servers": lazy.bootstrap, "acks": "all"})
+        for i in range(100):
+            producer.produce(TOPIC, f"v{i}".encode(), partition=0)
+        assert producer.flush(30) == 0
         recorder = MemoryRecorder()
         fault = start_fault(lazy, "power-cut:leader", recorder, partition=0, seed=1)
         (node,) = fault.nodes
         assert node == fault.done["leader"] and lazy.node_state(node) == "down"
+        assert fault.done["lost"][node]["lost_bytes"] > 0  # the 100 records, appended and never fsynced
         assert fs(recorder) == [("invoke", "power-cut"), ("info", "power-cut")]
         heal_cluster(lazy, recorder)
         assert all_running(lazy)
+        assert {m.mountpoint for m in lazy_mounts([lazy.name])} == {Path(f) for n in lazy.disks.nodes
+                                                                    for f in lazy.disks.disk(n).folders}
     finally:
         lazy.down()
+    assert lazy_mounts([lazy.name]) == []

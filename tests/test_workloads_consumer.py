@@ -1,5 +1,5 @@
 """The consumer workload against a real own cluster (3 brokers, RF 3, process backend,
-flush `lazy` so that a kill of every broker is a power cut): subscribe mode records
+flush `lazy`: the brokers' data on lazy disks, so that every broker can be power-cut): subscribe mode records
 the subscribe and the group's assignments and checks valid; a position lost under a
 consumer (the log it read was cut shorter by a power cut) is reported by librdkafka,
 recorded as an assign from the beginning, and reading goes on — the lost writes are
@@ -19,18 +19,20 @@ from clusters.systems.base import TopicSpec
 from harness.checking import check_run
 from harness.history import HistoryWriter, Recorder
 from harness.scheduler import Lane, Scheduler, plan_processes
+from tests.lazyfs_support import needs_fuse
 from workloads.consumer import ConsumerOptions, ConsumerWorkload
 from workloads.final_read import append_final_reads
 from workloads.producer import ProducerOptions, ProducerWorkload
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.root]  # lazy disks: FUSE mounts
 
 QUIET = {"log_level": 0}
-LAZY = {"flush": "lazy", "flush_interval_ms": 600_000}  # nothing reaches the disk before a clean stop
+LAZY = {"flush": "lazy", "flush_interval_ms": 600_000}  # no fsync of the logs within a test
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
+    needs_fuse()
     made = Cluster.up(ClusterSpec("fp-consumer-" + os.urandom(2).hex(), backend="process", system_options=LAZY),
                       tmp_path_factory.mktemp("workloads-consumer"))
     try:
@@ -116,7 +118,7 @@ def test_a_position_lost_in_a_power_cut_is_recorded_and_the_consumer_starts_over
         assert read >= acked > 0
         recorder.nemesis("power-cut", {"nodes": list(cluster.broker_nodes)}, type="invoke")
         for node in cluster.broker_nodes:
-            cluster.kill(node)
+            cluster.power_cut(node)
         for node in cluster.broker_nodes:
             cluster.start(node)
         recorder.nemesis("power-cut", {"nodes": list(cluster.broker_nodes)}, type="info")

@@ -338,9 +338,16 @@ def check_options(cluster: str, nodes: Sequence[str], options: Mapping[str, Any]
 
 
 def provision(cluster: str, nodes: Sequence[str], workdir: Path,
-              options: Mapping[str, Any] | None = None, shared_paths: Sequence[str] = ()) -> DockerHostSet:
+              options: Mapping[str, Any] | None = None, shared_paths: Sequence[str] = (),
+              fuse: bool = False) -> DockerHostSet:
+    """`fuse`: the node containers get /dev/fuse and CAP_SYS_ADMIN (lazy disks, clusters/disks.py);
+    the default image only (the daemon runs this machine's libfuse3)."""
     options = dict(options or {})
     subnet = check_options(cluster, nodes, options)
+    if fuse and options.get("image") is not None:
+        raise ClusterConfigError(f"flush = \"lazy\" with the docker option image={options['image']}: the lazy "
+                                 "filesystem's daemon in the containers runs this machine's build and libfuse3, which "
+                                 "the default image mounts: leave image= out")
     client = connect()
     taken = [c.name for c in labelled_containers(client, cluster)] + [n.name for n in labelled_networks(client, cluster)]
     if taken:
@@ -357,7 +364,7 @@ def provision(cluster: str, nodes: Sequence[str], workdir: Path,
         for node in nodes:
             node_dir = workdir / node
             node_dir.mkdir(parents=True, exist_ok=True)
-            made = start_node(client, cluster, node, image, str(node_dir))
+            made = start_node(client, cluster, node, image, str(node_dir), fuse=fuse)
             hosts[node] = DockerHost(client, cluster, node, made.address, str(node_dir), image.python)
             hosts[node].run([image.python, "-c", "pass"])  # the interpreter works inside: say so now if not
     except BaseException:

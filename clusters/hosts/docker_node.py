@@ -83,8 +83,9 @@ def create_network(client: docker.DockerClient, cluster: str, subnet: str | None
 
 
 def start_node(client: docker.DockerClient, cluster: str, node: str, image: NodeImage,
-               workdir: str) -> NodeContainers:
-    """The holder on the cluster network, then the node in its namespaces; both running."""
+               workdir: str, fuse: bool = False) -> NodeContainers:
+    """The holder on the cluster network, then the node in its namespaces; both running. `fuse`:
+    the node may mount FUSE filesystems (/dev/fuse, CAP_SYS_ADMIN: its lazy disks)."""
     mounts = [docker.types.Mount(p, p, type="bind", read_only=True) for p in image.mounts]
     mounts.append(docker.types.Mount(workdir, workdir, type="bind"))
     common = dict(image=image.tag, cap_add=["NET_ADMIN"], mounts=mounts, environment=dict(image.env),
@@ -96,9 +97,10 @@ def start_node(client: docker.DockerClient, cluster: str, node: str, image: Node
                                        network=network_name(cluster), labels={**labels, ROLE_LABEL: "holder"},
                                        **common)
         namespaces = f"container:{holder.id}"
+        extra = dict(devices=["/dev/fuse:/dev/fuse:rwm"], cap_add=["NET_ADMIN", "SYS_ADMIN"]) if fuse else {}
         container = client.containers.run(command=NODE_MAIN, name=node_container_name(cluster, node),
                                           network_mode=namespaces, pid_mode=namespaces,
-                                          labels={**labels, ROLE_LABEL: "node"}, **common)
+                                          labels={**labels, ROLE_LABEL: "node"}, **{**common, **extra})
     except DOCKER_ERRORS as e:
         raise HostError(f"on {node}: could not start its containers from image {image.tag}: "
                         f"{explain(e)}") from None

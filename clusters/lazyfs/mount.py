@@ -157,6 +157,12 @@ class LazyMount:
         request answered with EIO) and mounted: end its users, then unmount() or cleanup."""
         lost = self.drop()
         kill()
+        return self.remount(lost)
+
+    def remount(self, lost: Mapping[str, Any]) -> CutReport:
+        """Steps 3 and 4 of a power cut, after `drop()` (whose answer is `lost`) and the kill:
+        unmount, end the old daemon, mount again over the same backing folder. For a caller that
+        cuts several mounts of one machine at once (drop each, kill, then remount each)."""
         lazy = self._detach()
         before = self.pid
         self._await_exit(first_wait=DROPPED_EXIT_S)

@@ -13,6 +13,7 @@ from typing import Any, Mapping, Sequence
 
 from clusters.errors import ClusterConfigError
 from clusters.hosts.base import Host, HostSet
+from clusters.lazyfs.mount import LazyOptions
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,11 @@ class System(ABC):
         ZooKeeper mode); None where the control plane runs apart."""
         return None
 
+    def brokers_are_voters(self) -> bool:
+        """Whether every broker is also a member of the controller quorum (KRaft's combined mode): a
+        cut between brokers then cuts the control plane too."""
+        return False
+
     def restart_keeps_isr_place(self) -> bool:
         """Whether a broker killed and restarted quickly is still in the ISRs it was in (the own
         controller keeps it; Kafka's controller drops a broker whose session ended)."""
@@ -119,13 +125,25 @@ class System(ABC):
         `versions` section holds it."""
         return {}
 
+    def observed_provenance(self, hosts: HostSet) -> dict[str, Any]:
+        """What the running cluster itself says it is (asked once it is up), for test.json's
+        `versions` beside `provenance()`; HostError when it cannot be asked."""
+        return {}
+
     def protocol_description(self) -> str:
         """The replication protocol under test, in words, for reports."""
         return ""
 
-    def loses_unflushed_writes_on_kill(self) -> bool:
-        """Whether kill -9 drops writes not yet flushed (a power cut); False unless configured so."""
-        return False
+    def lazy_options(self) -> LazyOptions | None:
+        """How the nodes' lazy disks behave when the system runs with `flush = "lazy"` (their data
+        folders on the lazy filesystem, so that a power cut loses what was not made durable);
+        None otherwise."""
+        return None
+
+    def lazy_folders(self, host: Host) -> list[str]:
+        """The folders of `host` that go on lazy disks with `flush = "lazy"` (what the node must not
+        lose: its logs and metadata); none for a node that keeps nothing (or keeps it elsewhere)."""
+        return []
 
     # -- roles and admin actions the faults use (nemesis/roles.py, nemesis/reassign.py) -------------
 

@@ -3,7 +3,11 @@ brokers (node names `controller`, `n1`..`nN`; broker n<i> has node id i).
 
 Configured for chaos: session and lag timeouts short enough that faults resolve
 in seconds, `min.insync.replicas=2` by default, the truncation mode and the
-flush mode chosen per cluster (`lazy` makes a kill -9 a power cut).
+flush mode chosen per cluster. `flush = "lazy"` puts each broker's data directory on a
+lazy disk (clusters/disks.py, the mechanism stock Kafka uses) and runs the broker with
+`--flush os` and an fsync of every log each `flush_interval_ms` (default 1000): a power cut
+loses what the last fsync did not cover. (The broker's own in-process `--flush lazy` buffer
+stays a broker feature for its unit tests; clusters do not use it.)
 Control-plane questions go to the controller over its own protocol.
 """
 from __future__ import annotations
@@ -14,6 +18,7 @@ from typing import Any, Mapping
 
 from clusters.errors import ClusterConfigError, HostError
 from clusters.hosts.base import Host, HostSet
+from clusters.lazyfs.mount import MODELS as LAZY_MODELS, LazyOptions
 from clusters.systems.base import PartitionView, ProcessSpec, System, TopicSpec, read_replica_logs
 from clusters.systems.own_controller import call_controller
 
@@ -22,6 +27,7 @@ BROKER_PORT = 9092
 CONTROLLER_PORT = 9093
 TRUNCATION_MODES = ("hw", "kip101", "kip279", "kip320")
 FLUSH_MODES = ("os", "fsync", "lazy")
+LAZY_FLUSH_INTERVAL_MS = 1000  # with flush = "lazy": the broker's fsync period unless flush_interval_ms says
 NO_LEADER = -1
 POLL_S = 0.1
 
@@ -30,7 +36,8 @@ POLL_S = 0.1
 class OwnOptions:
     truncation: str = "kip320"
     flush: str = "os"
-    flush_interval_ms: int | None = None  # the broker's default per flush mode
+    flush_interval_ms: int | None = None  # the broker's default per flush mode (lazy: 1000)
+    lazy_model: str = "journal"  # the lazy filesystem's metadata model (flush = "lazy")
     session_timeout_ms: int = 3000
     replica_lag_time_max_ms: int = 5000
     min_insync_replicas: int = 2
@@ -45,7 +52,7 @@ class OwnOptions:
                                      f"its options are {', '.join(known)}")
         values = dict(options)
         for name, value in values.items():
-            if name in ("truncation", "flush"):
+            if name in ("truncation", "flush", "lazy_model"):
                 continue
             if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
                 raise ClusterConfigError(f"own system option {name}={value!r}: give a whole number >= 0")
@@ -56,6 +63,9 @@ class OwnOptions:
                                      f"{', '.join(TRUNCATION_MODES)}{stock}")
         if opts.flush not in FLUSH_MODES:
             raise ClusterConfigError(f"flush {opts.flush!r}: choose one of {', '.join(FLUSH_MODES)}")
+        if opts.lazy_model not in LAZY_MODELS:
+            raise ClusterConfigError(f"lazy_model {opts.lazy_model!r}: choose {' or '.join(LAZY_MODELS)} (the "
+                                     "lazy filesystem's metadata model, docs/LAZYFS.md)")
         return opts
 
 
@@ -71,6 +81,19 @@ class OwnSystem(System):
 
     def options(self) -> dict[str, Any]:
         return asdict(self.settings)
+
+    def provenance(self) -> dict[str, Any]:
+        s = self.settings
+        return {"flush": s.flush, "lazy_model": s.lazy_model if s.flush == "lazy" else None}
+
+    def lazy_options(self) -> LazyOptions | None:
+        return LazyOptions(model=self.settings.lazy_model) if self.settings.flush == "lazy" else None
+
+    def lazy_folders(self, host: Host) -> list[str]:
+        """Each broker's data directory (the controller's state is not what a power cut tests)."""
+        if self.settings.flush != "lazy" or host.name == CONTROLLER_NODE:
+            return []
+        return [f"{host.workdir}/data"]
 
     def protocol_description(self) -> str:
         from clusters.systems.kafka.release import PROTOCOL_NAMES
@@ -104,11 +127,12 @@ class OwnSystem(System):
         argv = [host.python, "-m", "broker", "serve", "--node-id", str(broker_id(host.name)),
                 "--listen", f"{host.address}:{port}", "--data-dir", f"{host.workdir}/data",
                 "--controller", f"{controller_host}:{controller_port}", "--truncation", s.truncation,
-                "--flush", s.flush, "--min-insync-replicas", str(s.min_insync_replicas),
+                "--flush", "os" if s.flush == "lazy" else s.flush, "--min-insync-replicas", str(s.min_insync_replicas),
                 "--replica-lag-time-max-ms", str(s.replica_lag_time_max_ms),
                 "--hw-checkpoint-interval-ms", str(s.hw_checkpoint_interval_ms)]
-        if s.flush_interval_ms is not None:
-            argv += ["--flush-interval-ms", str(s.flush_interval_ms)]
+        interval = LAZY_FLUSH_INTERVAL_MS if s.flush == "lazy" and s.flush_interval_ms is None else s.flush_interval_ms
+        if interval is not None:
+            argv += ["--flush-interval-ms", str(interval)]
         return [ProcessSpec("broker", tuple(argv), f"{log_dir}/broker.log", port)]
 
     def bootstrap(self, hosts: HostSet) -> str:
@@ -168,9 +192,6 @@ class OwnSystem(System):
                                      int(p["leader_epoch"]), tuple(node_name(r) for r in p["replicas"]),
                                      tuple(node_name(r) for r in p["isr"]))
         raise HostError(f"topic {topic!r} has no partition {partition}")
-
-    def loses_unflushed_writes_on_kill(self) -> bool:
-        return self.settings.flush == "lazy"
 
     def cannot(self, feature: str) -> str | None:
         if feature == "group-coordinator":

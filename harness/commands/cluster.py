@@ -41,7 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                          "its release's own protocol (release, the default) or an emulation through "
                          "inter.broker.protocol.version")
     up.add_argument("--flush", choices=("os", "fsync", "lazy"), default="os",
-                    help="the flush mode; lazy (own system only) makes kill -9 a power cut (default os)")
+                    help="os, fsync (per message), or lazy: the nodes' data on the lazy filesystem, so that "
+                         "power-cut loses what was not fsynced (default os)")
     up.add_argument("--kafka-home", metavar="DIR",
                     help="an unpacked Apache Kafka distribution for --system kafka (instead of Maven)")
     up.add_argument("--system-option", action="append", default=[], metavar="KEY=VALUE",

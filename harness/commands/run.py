@@ -46,9 +46,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="follower truncation: the protocol under test (default: kip320 on the own system, "
                              "the release's own protocol, release, on stock Kafka)")
     parser.add_argument("--flush", choices=(*FLUSHES, ""), metavar=_choices(FLUSHES),
-                        help="the own broker's flush mode (default os; lazy with power-cut)")
+                        help="os (Kafka's default: the page cache), fsync (per message), or lazy: the nodes' data on "
+                             "the lazy filesystem, so a power cut loses what was not fsynced (default os; lazy "
+                             "with power-cut and the durability scenarios)")
     parser.add_argument("--nemesis", metavar="FAULTS",
-                        help="faults, e.g. kill,pause,partition:majorities-ring, leader-bounce, zombie, fast-leader-change; none for none")
+                        help="faults, e.g. kill,pause,partition:majorities-ring, leader-bounce, zombie, fast-leader-change, "
+                             "power-cut, kip101-divergence, last-replica-standing; none for none")
     parser.add_argument("--nemesis-schedule", choices=SCHEDULES,
                         help="when faults happen (default random; scripted: the script from --config)")
     parser.add_argument("--nemesis-interval", type=float, metavar="S", help="seconds between faults (default 10)")

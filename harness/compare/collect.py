@@ -17,6 +17,7 @@ from typing import Iterator
 from harness.errors import BadInput
 
 NO_FAULTS = "none"
+NOT_A_VARIANT = ("kafka_home", "libs", "scala", "version")
 
 
 @dataclass(frozen=True)
@@ -81,9 +82,21 @@ def _from_outcome(outcome_file: Path) -> Iterator[RunResult]:
 
 def configuration(test: dict) -> tuple[str, str, str]:
     """(system, truncation, faults) of a run from its test.json (the run spec's defaults
-    where it says nothing: own, kip320, none)."""
-    return (str(test.get("system") or "own"), str(test.get("truncation") or "kip320"),
-            str((test.get("nemesis") or {}).get("faults") or NO_FAULTS))
+    where it says nothing: own, kip320, none). Runs given system options (`system_options`:
+    mode, elr, broker_config, ...) are another configuration of their system: its name
+    carries them, `kafka:4.1.1[elr=false]`."""
+    return (str(test.get("system") or "own") + variant(test.get("system_options")),
+            str(test.get("truncation") or "kip320"), str((test.get("nemesis") or {}).get("faults") or NO_FAULTS))
+
+
+def variant(options: object) -> str:
+    """`[k=v,...]` of the system options that change what runs (sorted; values as JSON, strings
+    bare); "" for none. Where the jars came from (kafka_home, libs) is not a variant."""
+    if not isinstance(options, dict):
+        return ""
+    shown = [f"{k}={v if isinstance(v, str) else json.dumps(v, sort_keys=True, separators=(',', ':'))}"
+             for k, v in sorted(options.items()) if k not in NOT_A_VARIANT]
+    return f"[{','.join(shown)}]" if shown else ""
 
 
 def result_of(run_dir: Path) -> RunResult:

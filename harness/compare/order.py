@@ -5,8 +5,10 @@ then stock Kafka by release, compared as numbers part by part (0.10.2.2 < 0.11.0
 1.1.1 < 2.0.1 < 2.1.1 < 3.9.1 < 4.4.0; plain `kafka`, the default release, before them;
 a release with a suffix, 3.9.1-rc1, just before 3.9.1), then any other system by name;
 within a system, truncation in protocol order: hw, kip101, kip279, kip320, release
-(any other after them, by name). A row is named SYSTEM:TRUNCATION (`own:hw`,
-`kafka:2.0.1:kip320`), as `--baseline` takes it.
+(any other after them, by name). A system run with system options is named with them
+(`kafka:4.1.1[elr=false]`, harness/compare/collect.py) and comes right after the same system
+without. A row is named SYSTEM:TRUNCATION (`own:hw`, `kafka:2.0.1:kip320`), as `--baseline`
+takes it.
 """
 from __future__ import annotations
 
@@ -27,13 +29,17 @@ def release_key(release: str) -> tuple:
 
 
 def system_key(system: str) -> tuple:
+    """A system's place; one with system options (`kafka:4.1.1[elr=false]`) right after the same
+    system without, in the order of its options' text."""
+    system, bracket, options = system.partition("[")
+    extra = (bracket + options,)
     if system == "own":
-        return (0,)
+        return (0, (), extra)
     if system == "kafka":
-        return (1, (-1,))
+        return (1, (-1,), extra)
     if system.startswith("kafka:"):
-        return (1, release_key(system[len("kafka:"):]))
-    return (2, system)
+        return (1, release_key(system[len("kafka:"):]), extra)
+    return (2, system, extra)
 
 
 def truncation_key(truncation: str) -> tuple:

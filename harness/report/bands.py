@@ -22,7 +22,8 @@ gone: the scenarios (nemesis/scenarios.py) pause a node and later kill it, and
 never resume it. A `heal` (a band of its own) closes every open fault; a fault
 started again on a node that already has one open closes the older one where its
 action ended (a history that records a kill as kill-and-restart in one action); a
-fault still open when the history ends lasts to its end. Scenarios (`leader-bounce`, `zombie`, `fast-leader-change`) are
+fault still open when the history ends lasts to its end. Scenarios (`leader-bounce`, `zombie`, `fast-leader-change`,
+`kip101-divergence`, `last-replica-standing`: nemesis/spec.py) are
 bands of kind `scenario` from their invoke to their info; their steps are faults
 like any other, marked with the scenario's name; so are the clean restarts (`restart`,
 `rolling-restart`: nemesis/restarts.py), whose stops and starts are bands of kind stop.
@@ -34,6 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from nemesis.spec import FAULT_KINDS
 
 FAULT_STARTS = {"start-partition": "partition", "pause": "pause", "kill": "kill",
                 "power-cut": "power-cut", "stop": "stop", "start-client-partition": "client-partition",
@@ -48,7 +50,7 @@ KEYED = {"partition": ("stop-partition",), "client-partition": ("stop-client-par
 # A fault start that also ends other faults of its nodes: a process killed or stopped
 # is no longer paused.
 ENDS_ON_START = {"kill": ("pause",), "power-cut": ("pause",), "stop": ("pause",)}
-SCENARIOS = ("leader-bounce", "zombie", "fast-leader-change", "restart", "rolling-restart")
+SCENARIOS = tuple(kind.name for kind in FAULT_KINDS.values() if kind.scenario)
 HEAL = "heal"
 SCENARIO = "scenario"
 

@@ -146,8 +146,13 @@ def _setup(spec: TestSpec, run_dir: Path, progress: Progress, log: logging.Logge
 
 def _record_provenance(spec: TestSpec, cluster: Cluster, run_dir: Path, log: logging.Logger) -> None:
     """test.json again, with what the run was made with (`versions`: fencepost, Python, the client
-    library, the system's release and runtime) and the protocol under test in words; atomically."""
-    test = {**spec.to_json(), "versions": {**versions(), **cluster.system.provenance()},
+    library, the system's release and runtime, and what the running cluster says of itself, e.g.
+    Kafka's finalized features) and the protocol under test in words; atomically."""
+    try:
+        observed = cluster.system.observed_provenance(cluster.hosts)
+    except HostError as e:
+        observed = {"observed": f"not asked: {e}"}
+    test = {**spec.to_json(), "versions": {**versions(), **cluster.system.provenance(), **observed},
             "protocol": cluster.system.protocol_description()}
     write_atomically(run_dir / TEST, orjson.dumps(test, option=orjson.OPT_INDENT_2))
     log.info("versions: %s; protocol: %s", test["versions"], test["protocol"])

@@ -17,6 +17,7 @@ from typing import Any, Mapping
 
 from clusters.hosts import netns_unavailable
 from harness.errors import BadInput
+from nemesis.spec import LAZY_FAULTS
 
 BACKENDS = ("netns", "process", "docker", "ssh")
 TRUNCATIONS = ("hw", "kip101", "kip279", "kip320", "release")  # release: a stock Kafka release's own protocol
@@ -110,7 +111,7 @@ class TestSpec:
     system_options: Mapping[str, Any] = field(default_factory=dict)  # the system's own settings (docs/KAFKA.md)
     nodes: int = 3
     truncation: str = ""  # "": kip320 on the own system, the release's own protocol (release) on kafka
-    flush: str = ""  # "": os, or lazy when the nemesis includes power-cut
+    flush: str = ""  # "": os, or lazy when the nemesis includes power-cut or a durability scenario
     time_limit: float = 60.0
     rate: float = 500.0
     concurrency: int = 10
@@ -248,7 +249,7 @@ def _defaults_filled(spec: TestSpec, faults_given: bool) -> TestSpec:
             notes.append(f"the process backend, which cannot partition the network, so the nemesis is "
                          f"{'kill and pause only' if not faults_given else 'refused if it partitions'} "
                          f"({why_not_netns}; for netns run scripts/provision as root)")
-    flush = spec.flush or ("lazy" if "power-cut" in spec.faults else "os")
+    flush = spec.flush or ("lazy" if any(f in spec.faults for f in LAZY_FAULTS) else "os")
     if not spec.clients.producer:
         chosen = "per-process" if spec.concurrency <= PER_PROCESS_UP_TO else "shared"
         spec = replace(spec, clients=replace(spec.clients, producer=chosen))

@@ -16,6 +16,7 @@ BROKER_PORT = 9092
 CONTROLLER_PORT = 9093
 ZOOKEEPER_PORT = 2181
 ZOOKEEPER_TICK_MS = 500  # sessions may then be 1 s .. 10 s
+ELR_FEATURE = "eligible.leader.replicas.version"
 CLUSTER_ID = "ZmVuY2Vwb3N0LWthZmthMQ"  # any 16 bytes, base64url; every cluster is its own world
 # The first release that knows a chaos default (KIP-98's transaction log and KIP-134's rebalance
 # delay came in 0.11.0); every other key is known to 0.10.2, the oldest release fencepost runs.
@@ -108,6 +109,14 @@ def kraft_properties(opts: KafkaOptions, node_id: int, host: str, broker_port: i
         props["advertised.listeners"] = f"PLAINTEXT://{host}:{broker_port}"
         props["inter.broker.listener.name"] = "PLAINTEXT"
     return {**props, **opts.broker_config}
+
+
+def format_features(opts: KafkaOptions) -> tuple[str, ...]:
+    """`kafka-storage format` arguments that set features: Eligible Leader Replicas when the `elr`
+    option names them (left out, the release's own default holds)."""
+    if opts.elr is None:
+        return ()
+    return ("--feature", f"{ELR_FEATURE}={1 if opts.elr else 0}")
 
 
 def render(props: Mapping[str, str]) -> str:

@@ -4,6 +4,17 @@
 `hw`, `kip101`, `kip279` and `kip320` are emulations through `inter.broker.protocol.version`
 where the release can express them (clusters/systems/kafka/release.py holds the rules).
 ZooKeeper mode exists before 4.0, KRaft from 3.3.
+
+`flush = "lazy"` puts every broker's (and KRaft controller's) `log.dirs` on a lazy disk
+(clusters/disks.py), with Kafka's own flush settings left as they are (it fsyncs on segment roll
+and when told: `broker_config` `log.flush.interval.messages`), so that a power cut loses what
+Kafka had not fsynced; `lazy_model` is the lazy filesystem's metadata model.
+
+`elr` switches Eligible Leader Replicas (KIP-966) on or off where the release has them (KRaft,
+4.0 and newer): the feature `eligible.leader.replicas.version` (1 or 0), set when the nodes'
+storage is formatted (`kafka-storage format --feature`). Left out, the release decides: its
+`kafka-storage version-mapping` says 0 on 4.0.x and 1 from 4.1 (ELR on by default for new
+clusters from 4.1).
 """
 from __future__ import annotations
 
@@ -11,10 +22,11 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Mapping
 
 from clusters.errors import ClusterConfigError
+from clusters.lazyfs.mount import MODELS as LAZY_MODELS
 from clusters.systems.kafka.release import OWN, TRUNCATIONS, Release
 
 MODES = ("zk", "kraft")
-FLUSH_MODES = ("os", "fsync")
+FLUSH_MODES = ("os", "fsync", "lazy")
 WHOLE_NUMBERS = ("controllers", "min_insync_replicas", "session_timeout_ms", "replica_lag_time_max_ms",
                  "heap_mb", "hw_checkpoint_interval_ms")
 
@@ -28,7 +40,9 @@ class KafkaOptions:
     mode: str = ""  # "": zk before 4.0, kraft from 4.0
     controllers: int = 0  # KRaft: 0 = every broker is also a controller; N = N controller-only nodes
     truncation: str = OWN
-    flush: str = "os"  # fsync: flush.messages=1 (every write fsynced before it is acknowledged)
+    flush: str = "os"  # fsync: flush.messages=1 (every write fsynced before it is acknowledged); lazy: lazy disks
+    lazy_model: str = "journal"  # the lazy filesystem's metadata model (flush = "lazy"): journal or strict
+    elr: bool | None = None  # Eligible Leader Replicas (4.x, KRaft); None: the release's default
     min_insync_replicas: int = 2
     session_timeout_ms: int = 3000  # ZooKeeper session, or KRaft broker session
     replica_lag_time_max_ms: int = 5000
@@ -39,6 +53,11 @@ class KafkaOptions:
     @property
     def release(self) -> Release:
         return Release.parse(self.version)
+
+    @property
+    def elr_on(self) -> bool | None:
+        """Whether Eligible Leader Replicas are on (None where the release has none); only on checked options."""
+        return self.release.elr_on(self.elr) if self.mode == "kraft" else None
 
     @property
     def inter_broker_protocol(self) -> str | None:
@@ -65,6 +84,9 @@ class KafkaOptions:
             raise ClusterConfigError(f"kafka system option broker_config={config!r}: give a table of "
                                      "server.properties names to values")
         values["broker_config"] = {k: _property_value(k, v) for k, v in config.items()}
+        if values.get("elr") is not None and not isinstance(values["elr"], bool):
+            raise ClusterConfigError(f"kafka system option elr={values['elr']!r}: give true or false (Eligible "
+                                     "Leader Replicas on or off), or leave it out for the release's default")
         return KafkaOptions(**values)
 
     def checked(self, version: str) -> KafkaOptions:
@@ -76,7 +98,11 @@ class KafkaOptions:
                                      f"({OWN}: the release's own protocol)")
         if opts.flush not in FLUSH_MODES:
             raise ClusterConfigError(f"flush {opts.flush!r} on stock Kafka: choose one of {', '.join(FLUSH_MODES)} "
-                                     "(a power cut that loses unflushed writes needs the own system's flush=lazy)")
+                                     "(lazy: the data on the lazy filesystem, so that a power cut loses what was "
+                                     "not fsynced)")
+        if opts.lazy_model not in LAZY_MODELS:
+            raise ClusterConfigError(f"lazy_model {opts.lazy_model!r}: choose {' or '.join(LAZY_MODELS)} (the "
+                                     "lazy filesystem's metadata model, docs/LAZYFS.md)")
         mode = opts.mode or release.default_mode
         if mode not in MODES:
             raise ClusterConfigError(f"mode {mode!r}: choose zk (ZooKeeper, before 4.0) or kraft (from 3.3)")
@@ -91,6 +117,11 @@ class KafkaOptions:
         if not 1 <= opts.min_insync_replicas:
             raise ClusterConfigError("min_insync_replicas: give at least 1")
         release.inter_broker_protocol(opts.truncation, mode)  # refuses what the release cannot express
+        if opts.elr is not None and (mode != "kraft" or not release.has_elr):
+            raise ClusterConfigError(
+                f"elr={'true' if opts.elr else 'false'}: Eligible Leader Replicas (KIP-966) exist in KRaft mode "
+                f"from Kafka 4.0; kafka {version} in {'ZooKeeper' if mode == 'zk' else 'KRaft'} mode has none: "
+                "leave elr out, or use a 4.x release")
         return KafkaOptions(**{**opts.to_dict(), "mode": mode})
 
     def protocol_description(self) -> str:

@@ -24,6 +24,10 @@ The rules are facts about the releases, each checked on this project's machines 
 - **Own protocol** (follower truncation): before 0.11 to the high watermark (KAFKA-1211 open);
   0.11 to 1.1 by OffsetsForLeaderEpoch v0 (KIP-101); 2.0 with the epoch in the answer (KIP-279);
   from 2.1 with the current leader epoch on fetch (KIP-320).
+- **Eligible Leader Replicas** (KIP-966): the feature `eligible.leader.replicas.version` exists
+  from 4.0; a new cluster is formatted with 0 on 4.0.x and 1 from 4.1 (what each release's
+  `kafka-storage version-mapping` prints), and `kafka-storage format --feature
+  eligible.leader.replicas.version=N` sets it either way.
 - **Emulations** (ZooKeeper mode only: KRaft refuses an IBP below 3.0): `hw` -> 0.11.0-IV1,
   `kip101` -> 0.11.0-IV2, `kip279` -> 2.0-IV1, `kip320` -> 2.1-IV2, each on releases that know
   that IBP (an IBP is known from the release that introduced it on). A release's own protocol
@@ -53,6 +57,8 @@ RELOAD4J = (("org.slf4j", "slf4j-reload4j", "1.7.36"),)
 LOG4J_2 = (("org.apache.logging.log4j", "log4j-slf4j-impl", "2.24.3"),)
 KRAFT_FROM = (3, 3, 0)
 ZOOKEEPER_UNTIL = (4, 0, 0)
+ELR_FROM = (4, 0, 0)  # eligible.leader.replicas.version exists (KIP-966 part 1)
+ELR_DEFAULT_FROM = (4, 1, 0)  # a new cluster's format sets it to 1 (`kafka-storage version-mapping`)
 
 Artifact = tuple[str, str, str]
 
@@ -113,6 +119,17 @@ class Release:
     @property
     def has_kraft(self) -> bool:
         return self.at_least(*KRAFT_FROM)
+
+    @property
+    def has_elr(self) -> bool:
+        return self.at_least(*ELR_FROM)
+
+    def elr_on(self, wanted: bool | None) -> bool | None:
+        """Whether a new KRaft cluster of this release has Eligible Leader Replicas on, given the
+        `elr` option (None: the release's default); None where the release has none."""
+        if not self.has_elr:
+            return None
+        return self.at_least(*ELR_DEFAULT_FROM) if wanted is None else wanted
 
     @property
     def default_mode(self) -> str:

@@ -22,6 +22,7 @@ from typing import Any, Mapping, Sequence
 
 from clusters.errors import ClusterConfigError, HostError
 from clusters.hosts.base import Host, HostSet
+from clusters.lazyfs.mount import LazyOptions
 from clusters.systems.base import PartitionView, ProcessSpec, System, TopicSpec, read_replica_logs
 from clusters.systems.kafka import config, dist, wire
 from clusters.systems.kafka.zookeeper import ZooKeeperReader
@@ -62,7 +63,34 @@ class KafkaSystem(System):
     def provenance(self) -> dict[str, Any]:
         s = self.settings
         return {"kafka": s.version, "scala": s.scala or None, "mode": s.mode,
-                "inter_broker_protocol": s.inter_broker_protocol, "java": dist.java_version()}
+                "inter_broker_protocol": s.inter_broker_protocol, "java": dist.java_version(),
+                "flush": s.flush, "lazy_model": s.lazy_model if s.flush == "lazy" else None,
+                "eligible_leader_replicas": s.elr_on}
+
+    def observed_provenance(self, hosts: HostSet) -> dict[str, Any]:
+        """The finalized features the first broker that answers reports (KRaft: `metadata.version`,
+        `eligible.leader.replicas.version`, ...), as Kafka itself keeps them in its metadata."""
+        if self.zookeeper_mode:
+            return {}
+        last: HostError | None = None
+        for host in self._brokers(hosts):
+            try:
+                found = wire.finalized_features(host.address, host.port("broker", config.BROKER_PORT), ASK_TIMEOUT_S)
+            except HostError as e:
+                last = e
+                continue
+            return {} if found is None else {"finalized_features": found}
+        raise last or HostError("no broker to ask for the finalized features")
+
+    def lazy_options(self) -> LazyOptions | None:
+        return LazyOptions(model=self.settings.lazy_model) if self.settings.flush == "lazy" else None
+
+    def lazy_folders(self, host: Host) -> list[str]:
+        """log.dirs of every broker and KRaft controller (the metadata log lives there too); not
+        the ZooKeeper node's, which fsyncs every transaction anyway."""
+        if self.settings.flush != "lazy" or host.name == ZOOKEEPER_NODE:
+            return []
+        return [f"{host.workdir}/data"]
 
     def protocol_description(self) -> str:
         return self.settings.protocol_description()
@@ -135,7 +163,7 @@ class KafkaSystem(System):
                                             controller_port, data_dir, voters, brokers)
             format_storage = " ".join(_quote(a) for a in self._java(
                 host, "kafka.tools.StorageTool", "format", "-t", config.CLUSTER_ID, "-c", properties_file,
-                heap_mb=256))
+                *config.format_features(self.settings), heap_mb=256))
             setup = ("sh", "-c", f"test -e {_quote(data_dir)}/meta.properties || exec {format_storage}")
         role = "broker" if is_broker(host.name) else "controller"
         # a broker restarted within its old ZooKeeper session's life exits (NodeExists): start it again
@@ -305,6 +333,9 @@ class KafkaSystem(System):
             raise HostError(f"the brokers do not agree on a controller ({sorted(ids) or 'none named'}); "
                             "wait until the cluster has settled")
         return node_name(ids.pop())
+
+    def brokers_are_voters(self) -> bool:
+        return not self.zookeeper_mode and self.settings.controllers == 0
 
     def replica_log_lines(self, host: Host, timeout: float) -> list[bytes]:
         return read_replica_logs(host, f"{host.workdir}/data", timeout)

@@ -1,8 +1,8 @@
 """A synchronous Kafka-protocol client for the cluster's control-plane questions to stock
 Kafka of any release from 0.10.2 to 4.x: Metadata (brokers, controller, leaders, leader
 epochs, ISRs), CreateTopics, FindCoordinator (the broker coordinating a consumer group),
-AlterPartitionReassignments (KIP-455, from 2.4) and DescribeQuorum (the KRaft quorum's
-leader).
+AlterPartitionReassignments (KIP-455, from 2.4), DescribeQuorum (the KRaft quorum's
+leader) and the finalized features (ApiVersions v3, KRaft).
 
 Each question opens a connection, asks ApiVersions (v0, which every release answers) and then
 asks at the newest version both sides speak, capped (`NEWEST`) below the flexible encodings
@@ -208,3 +208,18 @@ def quorum_leader(host: str, port: int, timeout: float) -> int:
                 raise HostError(f"{connection.where} answered DescribeQuorum with error {p.error_code}")
             return p.leader_id if p.leader_id is not None and p.leader_id >= 0 else UNKNOWN
     return UNKNOWN
+
+
+def finalized_features(host: str, port: int, timeout: float) -> dict[str, int] | None:
+    """The cluster's finalized feature levels as the broker knows them (ApiVersions v3, Kafka 2.7+:
+    `metadata.version`, `eligible.leader.replicas.version`, ...), each at its max level; None
+    when the broker does not speak ApiVersions v3."""
+    with Connection(host, port, timeout) as connection:
+        connection.version_for(MetadataRequest)  # fills in the versions the broker speaks
+        low, high = connection.versions.get(ApiVersionsRequest.API_KEY, (0, 0))
+        if high < 3:
+            return None
+        answer = connection.ask(ApiVersionsRequest(client_software_name="fencepost", client_software_version="1"), 3)
+    if answer.error_code != 0:
+        raise HostError(f"{connection.where} answered ApiVersions v3 with error {answer.error_code}")
+    return {f.name: f.max_version_level for f in answer.finalized_features or ()}

@@ -1,0 +1,146 @@
+"""What the lazy filesystem costs stock Kafka: acks=all throughput of the same Kafka cluster with
+its data on plain disk (flush os) and on lazy disks (flush lazy), side by side in one run, and
+the latency at a fixed rate on both.
+
+Two clusters are up at once on the netns backend: --system (default kafka:3.9.1, ZooKeeper
+mode), 3 brokers each, topic `bench` with 3 partitions, RF 3, min.insync.replicas 2,
+`log.segment.bytes` --segment-mb on both (Kafka fsyncs a segment when it rolls, and the lazy
+filesystem holds every unsynced byte: with Kafka's 1 GiB segments a broker under full load
+would pass the daemon's 1 GiB cache limit within a minute). (a) throughput: rounds alternate
+the clusters (plain first, then lazy first, ...), each measurement P producer processes
+(confluent-kafka, acks=all, linger.ms 5, 100-byte values) sending as fast as librdkafka takes
+them, counting what is acknowledged in --seconds after --warmup (bench/systems_bench.py's
+`measure`), after --jit-warmup seconds per cluster not counted; the table shows the medians and
+lazy/plain. (b) latency: --rate msgs/s for --latency-seconds from one producer, each message's
+time from produce() to its delivery report, on both clusters (alternating, --latency-rounds),
+percentiles of all samples per cluster.
+
+Prints the figures and the ratios; asserts nothing (the targets, docs/LAZYFS.md: throughput
+lazy/plain >= 0.5, aim 0.8). Needs root (netns, FUSE), Java and Kafka's jars.
+
+Run: python bench/lazyfs_kafka_bench.py [--system kafka:3.9.1] [--seconds 10] [--warmup 3]
+       [--jit-warmup 20] [--rounds 3] [--producers 1] [--rate 2000] [--latency-seconds 20]
+       [--latency-rounds 2] [--segment-mb 64] [--subnets 10.77.100.0/24 10.77.101.0/24]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from clusters.cluster import Cluster, ClusterSpec  # noqa: E402
+from clusters.hosts import netns_network  # noqa: E402
+from clusters.systems.base import TopicSpec  # noqa: E402
+from producer_load import latency_at_rate  # noqa: E402
+from systems_bench import TOPIC, Measurement, measure, status  # noqa: E402
+
+FLUSHES = ("plain", "lazy")  # plain: flush os on the plain disk; lazy: flush lazy (journal model)
+SUBNET_RANGE = range(100, 130)
+
+
+def free_subnets(count: int) -> list[str]:
+    found = [f"10.77.{n}.0/24" for n in SUBNET_RANGE if not netns_network.subnet_users(f"10.77.{n}.0/24")]
+    if len(found) < count:
+        raise SystemExit(f"no {count} free subnets among 10.77.{SUBNET_RANGE[0]}-{SUBNET_RANGE[-1]}.0/24: "
+                         "give --subnets")
+    return found[:count]
+
+
+def percentile(samples: list[float], p: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--system", default="kafka:3.9.1")
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--warmup", type=float, default=3.0)
+    parser.add_argument("--jit-warmup", type=float, default=20.0)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--producers", type=int, default=1)
+    parser.add_argument("--linger-ms", type=int, default=5)
+    parser.add_argument("--queue-messages", type=int, default=1_000_000)
+    parser.add_argument("--rate", type=int, default=2000)
+    parser.add_argument("--latency-seconds", type=float, default=20.0)
+    parser.add_argument("--latency-rounds", type=int, default=2)
+    parser.add_argument("--segment-mb", type=int, default=64)
+    parser.add_argument("--subnets", nargs=2, metavar="CIDR")
+    args = parser.parse_args()
+    subnets = args.subnets or free_subnets(2)
+    clusters: dict[str, Cluster] = {}
+    rates: dict[str, list[Measurement]] = {f: [] for f in FLUSHES}
+    latencies: dict[str, list[float]] = {f: [] for f in FLUSHES}
+    with tempfile.TemporaryDirectory(prefix="fp-lazybench-") as scratch:
+        try:
+            for i, flush in enumerate(FLUSHES):
+                options = {"min_insync_replicas": 2, "flush": "os" if flush == "plain" else "lazy",
+                           "broker_config": {"log.segment.bytes": str(args.segment_mb << 20)}}
+                spec = ClusterSpec(f"fp-lazybench-{flush}-{os.urandom(2).hex()}", args.system, 3, "netns",
+                                   {"subnet": subnets[i]}, options)
+                started = time.monotonic()
+                clusters[flush] = Cluster.up(spec, Path(scratch) / flush,
+                                             on_step=lambda step, f=flush: status(f"{f}: {step}"))
+                clusters[flush].create_topic(TopicSpec(TOPIC, 3, 3))
+                clusters[flush].wait_for_full_isr(TOPIC)
+                status(f"{flush}: up in {time.monotonic() - started:.1f} s ({clusters[flush].bootstrap})")
+            for flush in FLUSHES:
+                if args.jit_warmup > 0:
+                    m = measure(clusters, flush, args.producers, args.warmup, args.jit_warmup, args.linger_ms,
+                                args.queue_messages, True)
+                    status(f"warm-up {flush:<6} {m.acked_per_s:>10,.0f} acked msgs/s (not counted)")
+            for round_ in range(args.rounds):
+                for flush in (FLUSHES if round_ % 2 == 0 else FLUSHES[::-1]):
+                    m = measure(clusters, flush, args.producers, args.warmup, args.seconds, args.linger_ms,
+                                args.queue_messages, True)
+                    rates[flush].append(m)
+                    status(f"round {round_ + 1}/{args.rounds} {flush:<6} {m.acked_per_s:>10,.0f} acked msgs/s, "
+                           f"cluster CPU {m.cluster_cores:.2f} cores, machine busy {m.machine_cores:.2f}"
+                           + (f", {m.errors} errors" if m.errors else ""))
+            for round_ in range(args.latency_rounds):
+                for flush in (FLUSHES if round_ % 2 == 0 else FLUSHES[::-1]):
+                    config = {"bootstrap.servers": clusters[flush].bootstrap, "acks": "all", "linger.ms": 0}
+                    samples = latency_at_rate(config, TOPIC, args.rate, args.latency_seconds)
+                    latencies[flush] += samples
+                    status(f"latency {round_ + 1}/{args.latency_rounds} {flush:<6} p50 "
+                           f"{percentile(samples, 50) * 1000:.2f} ms, p99 {percentile(samples, 99) * 1000:.2f} ms")
+            lost = {flush: clusters[flush].disks.nodes for flush in FLUSHES}
+        finally:
+            for flush, cluster in clusters.items():
+                try:
+                    cluster.down()
+                except Exception as e:  # noqa: BLE001 — the other cluster must still go down
+                    print(f"  note: taking the {flush} cluster down: {e}; run `fencepost cleanup`", file=sys.stderr)
+    plain = statistics.median(m.acked_per_s for m in rates["plain"])
+    lazy = statistics.median(m.acked_per_s for m in rates["lazy"])
+    print(f"\n{args.system}, 3 brokers, RF 3, min.insync.replicas 2, acks=all, 100-byte values, "
+          f"{args.producers} producer(s), linger.ms {args.linger_ms}, log.segment.bytes {args.segment_mb} MiB, netns; "
+          f"{datetime.now().astimezone():%Y-%m-%d %H:%M %z}, load {os.getloadavg()[0]:.1f}; lazy disks on "
+          f"{', '.join(lost['lazy'])}\n")
+    print("| data on | acked msgs/s (median of rounds) | rounds | "
+          f"latency at {args.rate} msgs/s: p50 / p99 / max (ms) |")
+    print("|---|---|---|---|")
+    for flush in FLUSHES:
+        median = statistics.median(m.acked_per_s for m in rates[flush])
+        each = ", ".join(f"{m.acked_per_s:,.0f}" for m in rates[flush])
+        samples = latencies[flush]
+        latency = (f"{percentile(samples, 50) * 1000:.2f} / {percentile(samples, 99) * 1000:.2f} / "
+                   f"{max(samples) * 1000:.2f}") if samples else "-"
+        name = "plain disk (flush os)" if flush == "plain" else "lazy disks (flush lazy, journal)"
+        print(f"| {name} | {median:,.0f} | {each} | {latency} |")
+    print(f"\nthroughput lazy / plain: {lazy / plain:.2f} (target >= 0.5, aim 0.8)")
+    if latencies["lazy"] and latencies["plain"]:
+        print(f"p99 latency lazy / plain: {percentile(latencies['lazy'], 99) / percentile(latencies['plain'], 99):.2f}")
+
+
+if __name__ == "__main__":
+    main()
