@@ -444,7 +444,7 @@ def figures(types: dict[str, list[str]], tally: Tally, seconds: float, args) -> 
 
 
 class _Parser(argparse.ArgumentParser):
-    """Bad arguments exit 254 (DESIGN.md §3.5), not argparse's 2."""
+    """Bad arguments exit 254 (docs/FORMATS.md, exit codes), not argparse's 2."""
 
     def error(self, message: str):  # type: ignore[override]
         self.print_usage(sys.stderr)

@@ -1,5 +1,5 @@
 """Pure checkers: the ops and final records of one partition in, anomalies out.
 
 Nothing here reads files or imports the rest of fencepost; the harness CLI and
-the Spark pipeline call the same functions (DESIGN.md §4.5).
+the Spark pipeline call the same functions (docs/CAMPAIGNS.md).
 """

@@ -1,4 +1,4 @@
-"""Anomaly names (public, DESIGN.md §3.4) and the record of one found anomaly."""
+"""Anomaly names (public, docs/CHECKERS.md) and the record of one found anomaly."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -7,7 +7,7 @@ linearizability search; the poll, replica and unseen checks) can also run in
 two processes on one partition, their reports joined by `join_halves` into
 the very report `check_partition` gives. Which anomalies make a run invalid
 is the caller's choice; `default_invalid` is the documented default
-(DESIGN.md §3.4).
+(docs/CHECKERS.md).
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The `fencepost` command line: parses arguments, dispatches to a subcommand
-(harness/commands/), and turns failures into the exit codes of DESIGN.md §3.5:
+(harness/commands/), and turns failures into the exit codes of docs/FORMATS.md, exit codes:
 254 for bad arguments or input (argparse errors too, not argparse's 2), 255
 with "fencepost crashed: ..." and the traceback when the harness itself fails.
 """

@@ -1,4 +1,4 @@
-"""The reader of final.jsonl (DESIGN.md §3.3): the final consumer read and each
+"""The reader of final.jsonl (docs/FORMATS.md, final.jsonl): the final consumer read and each
 replica's on-disk log, written after the run has healed.
 
 Kinds: `read` (the final consumer's read, the authoritative log), `replica` (a

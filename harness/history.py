@@ -1,4 +1,4 @@
-"""The one owner of the history format (DESIGN.md §3.2): schema, writer, reader.
+"""The one owner of the history format (docs/FORMATS.md, history.jsonl): schema, writer, reader.
 
 history.jsonl holds one JSON object per line, append-only: `index` (= the
 0-based line number), `time` (ns since the run started), `process` (int, or

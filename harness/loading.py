@@ -1,7 +1,7 @@
 """Loading a run directory into the checkers' input: one `PartitionHistory` per
 partition, the check options from test.json, and what was wrong in the files.
 
-Grouping rules (DESIGN.md §3.2-3.3, checkers/partition.py):
+Grouping rules (docs/FORMATS.md, checkers/partition.py):
 - a send belongs to the partition of its value; invokes never completed are `info`;
 - a poll is projected onto each partition it returned records of, and onto each
   partition its process was assigned to (by its latest assign) — with the

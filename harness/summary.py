@@ -1,4 +1,4 @@
-"""results.json (DESIGN.md §3.4) and the summary `fencepost check` prints.
+"""results.json (docs/CHECKERS.md) and the summary `fencepost check` prints.
 
 results.json: `valid`, `anomaly_counts` (every anomaly found), `anomalies`
 (up to 20 examples per name, each with the history lines of the ops it names),

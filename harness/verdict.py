@@ -1,6 +1,6 @@
 """The run's verdict from its partition reports: valid, invalid or unknown, and why.
 
-Rules (DESIGN.md §3.4-3.5, kept simple on purpose):
+Rules (docs/FORMATS.md, results.json and the exit codes, kept simple on purpose):
 1. An anomaly of the run's invalid set found in a *fully read* partition (its
    final read present and complete) makes the run invalid — whatever else is
    missing, since such an anomaly does not depend on what was not read —

@@ -1,4 +1,4 @@
-"""Faults and their schedules; every fault has a heal (DESIGN.md §4.4, docs/NEMESIS.md).
+"""Faults and their schedules; every fault has a heal (docs/NEMESIS.md, docs/NEMESIS.md).
 
 The public API, in one place:
 

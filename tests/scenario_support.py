@@ -1,5 +1,5 @@
 """Recording a real confluent-kafka workload into a run directory that
-`harness.checking.check_run` judges (DESIGN.md §3.1-3.3), for scenario tests
+`harness.checking.check_run` judges (docs/FORMATS.md), for scenario tests
 of the own broker.
 
 `ScenarioRun(run_dir, bootstrap, topic="fp")` is a context manager owning a

@@ -1,5 +1,5 @@
 """LeaderEpochFileCache: assign rules, OffsetsForLeaderEpoch answers (KIP-279 and KIP-101 v0),
-truncation, persistence. Cases follow Kafka's LeaderEpochFileCacheTest and REFERENCE.md."""
+truncation, persistence. Cases follow Kafka's LeaderEpochFileCacheTest."""
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,4 +1,4 @@
-"""`fencepost check` end to end on tiny runs: exit codes (DESIGN.md §3.5),
+"""`fencepost check` end to end on tiny runs: exit codes (docs/FORMATS.md, exit codes),
 results.json per its contract (§3.4), and the plumbing of unknown verdicts."""
 from __future__ import annotations
 

@@ -129,6 +129,17 @@ def test_the_readme_points_at_formats_md_not_at_a_file_users_do_not_have():
     assert "../shared/" not in readme
 
 
+def test_no_file_of_the_project_cites_a_document_users_do_not_have():
+    """Users get the repository, not the design notes it was built from: every citation
+    names the project's own docs."""
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    cited = [name for name in tracked if Path(name).suffix in (".py", ".md", ".toml", ".c", ".h", ".sh", "")
+             and (ROOT / name).is_file() and name != "tests/test_formats.py"
+             and any(bad in (ROOT / name).read_text(errors="replace")
+                     for bad in ("../shared", "DESIGN.md", "REFERENCE.md"))]
+    assert cited == []
+
+
 # --- real runs conform -----------------------------------------------------------------
 
 

@@ -1,5 +1,5 @@
 """The consumer workload: one confluent-kafka consumer per logical process, every
-poll and every change of position recorded (DESIGN.md §3.2).
+poll and every change of position recorded (docs/FORMATS.md, history.jsonl).
 
 Each process's first operation opens its consumer: in `assign` mode an `assign`
 op (`{"partitions": [[topic, p], ...], "from": "beginning"}`), in `subscribe`

@@ -1,4 +1,4 @@
-"""The final read (DESIGN.md §2 step 5, §3.3): after the heal, a fresh consumer
+"""The final read (docs/RUN.md, the final read; docs/FORMATS.md, final.jsonl): after the heal, a fresh consumer
 reads every partition from offset 0 to its end, in bounded time.
 
 `final_read_lines` returns final.jsonl lines: per partition, in the order

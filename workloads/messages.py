@@ -1,5 +1,5 @@
 """Consumed confluent-kafka messages as the history and final.jsonl write them
-(DESIGN.md §3.2-3.3): one record dict per message, the value a string."""
+(docs/FORMATS.md): one record dict per message, the value a string."""
 from __future__ import annotations
 
 from typing import Any

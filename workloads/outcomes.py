@@ -1,7 +1,7 @@
 """What a produce's delivery report says about the write: `ok`, `fail` or `info`.
 
 `fail` means the write surely did not happen, `info` that we cannot know
-(DESIGN.md §3.2); a checker trusts a `fail`, so a `fail` must be proven:
+(docs/FORMATS.md, history.jsonl); a checker trusts a `fail`, so a `fail` must be proven:
 
 - A broker error proves nothing about a message that may have been sent before.
   librdkafka re-sends a batch after a leader-change error (NOT_LEADER_OR_FOLLOWER,

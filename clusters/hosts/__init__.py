@@ -1,4 +1,4 @@
-"""Host backends (DESIGN.md §4.1): netns, process, docker, ssh.
+"""Host backends (docs/hosts/): netns, process, docker, ssh.
 
 Each backend is a module here with:
 - `provision(cluster, nodes, workdir, options) -> HostSet` — fresh hosts named `nodes`;

@@ -1,4 +1,4 @@
-"""The host interface every backend implements (DESIGN.md §4.1), and its value types.
+"""The host interface every backend implements (docs/hosts/), and its value types.
 
 A `Host` is one node of a test cluster: it runs commands, spawns long-lived
 processes with their log files, signals them, moves files, cuts itself off from

@@ -94,7 +94,7 @@ class System(ABC):
 
     @abstractmethod
     def replica_log_lines(self, host: Host, timeout: float) -> list[bytes]:
-        """The broker's on-disk logs as final.jsonl lines (DESIGN.md §3.3 `replica` and
+        """The broker's on-disk logs as final.jsonl lines (docs/FORMATS.md, final.jsonl `replica` and
         `replica-state`); read after the broker stopped. HostError when it cannot be read."""
 
     def process_ready(self, host: Host, hosts: HostSet, role: str) -> bool:

@@ -1,4 +1,4 @@
-"""A campaign file and the runs it stands for (DESIGN.md §4.6).
+"""A campaign file and the runs it stands for (docs/CAMPAIGNS.md).
 
 ```toml
 name = "truncation"          # the campaign's folder: RESULTS/campaigns/<name>/

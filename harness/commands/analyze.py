@@ -1,6 +1,6 @@
 """`fencepost analyze CAMPAIGN_DIR... [--master URL] [--out DIR]`: a campaign's runs (or any
 folders of runs) checked on Spark through PySpark and compared per configuration
-(harness/analysis/; DESIGN.md §4.6)."""
+(harness/analysis/; docs/CAMPAIGNS.md)."""
 from __future__ import annotations
 
 import argparse

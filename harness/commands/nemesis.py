@@ -5,7 +5,7 @@ cluster left running by `fencepost cluster up`.
 leader-bounce runs to its end); `heal` undoes every fault on the cluster — also
 those another command made, since the cluster's saved state knows its cuts and
 processes. Both append their nemesis ops to the cluster's own history,
-`<results>/clusters/<name>/nemesis.jsonl` (DESIGN.md §3.2 lines).
+`<results>/clusters/<name>/nemesis.jsonl` (docs/FORMATS.md, history.jsonl lines).
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""One run, phase by phase (DESIGN.md §2): setup, main (traffic and nemesis side by
+"""One run, phase by phase (docs/RUN.md): setup, main (traffic and nemesis side by
 side), heal, quiesce, final reads, teardown, check, report.
 
 Each phase has a bounded time (the spec's `timeouts`, the main phase its time limit).

@@ -132,7 +132,7 @@ class TestSpec:
         return "" if text in ("", "none") else text
 
     def to_json(self) -> dict[str, Any]:
-        """What test.json holds (DESIGN.md §3.1): the spec, plus the checker's inputs."""
+        """What test.json holds (docs/FORMATS.md, the run directory): the spec, plus the checker's inputs."""
         data = asdict(self)
         data["nemesis"]["script"] = [dict(step) for step in self.nemesis.script]
         data["nemesis"]["netem"] = dict(self.nemesis.netem)

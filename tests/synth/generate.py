@@ -7,7 +7,7 @@ the uncommitted tail, consumers that assign, poll committed records from their
 position, crash and re-assign (with `group`: as members of one consumer group that commit
 their positions and resume from the group's committed offsets), and a nemesis whose kills
 move leadership. It
-emits history.jsonl lines (DESIGN.md §3.2) and the final logs (§3.3) that such a
+emits history.jsonl lines (docs/FORMATS.md, history.jsonl) and the final logs (final.jsonl) that such a
 cluster would leave, plus the ground truth (`Truth`) planters build on.
 
 Valid by construction: an acked record is committed and never truncated; polls

@@ -1,5 +1,5 @@
 """Planters: each takes a valid synthetic run and returns a copy holding one
-chosen anomaly (DESIGN.md §3.4 and the extensions in checkers/anomaly.py), with
+chosen anomaly (docs/CHECKERS.md), with
 a description of what was planted.
 
 A planting may cause other anomalies too (an overwritten acked record is also

@@ -1,5 +1,5 @@
 """A synthetic run as data: history lines, each partition's final logs, the
-generator's ground truth; and writing it as a run directory (DESIGN.md §3.1-3.3).
+generator's ground truth; and writing it as a run directory (docs/FORMATS.md).
 
 History lines are kept as the dicts that go into history.jsonl, so planters edit
 exactly what users' files hold; final logs are kept structured (records per
