@@ -294,18 +294,20 @@ class Recorder:
 
 
 def iter_plain(path: Path | str) -> Iterator[Op]:
-    """Every line of a history file that decodes to an object with the required fields, as an Op,
-    unvalidated otherwise and without a word about the others: for passes that only observe
-    (the liveness verdict) over files `fencepost check` validates anyway. About three times as
-    fast as `iter_history`."""
+    """Every line of a history file that decodes to an object with the required fields (index and
+    time integers, type and f strings), as an Op, unvalidated otherwise and without a word about
+    the others: for passes that only observe (the liveness verdict) over files `fencepost check`
+    validates anyway."""
     loads = orjson.loads
     with open(path, "rb") as file:
         for line in file:
             try:
                 d = loads(line)
-                yield Op(d["index"], d["time"], d["process"], d["type"], d["f"], d.get("value"), d.get("error"))
+                index, time, process, type_, f = d["index"], d["time"], d["process"], d["type"], d["f"]
             except (orjson.JSONDecodeError, KeyError, TypeError):
                 continue
+            if type(index) is int and type(time) is int and type(type_) is str and type(f) is str:
+                yield Op(index, time, process, type_, f, d.get("value"), d.get("error"))
 
 
 def iter_history(path: Path | str, problems: Problems | None = None) -> Iterator[Op]:

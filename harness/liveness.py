@@ -88,7 +88,11 @@ def liveness(run_dir: Path, test: dict[str, Any], thresholds: Thresholds = Thres
                 continue  # a line of another shape: `fencepost check` reports it
         if not lines and (run_dir / HISTORY_FILE).stat().st_size:
             section["verdict"] = "unknown"
-        bands = nemesis_bands(nemesis, last)
+        try:
+            bands = nemesis_bands(nemesis, last)
+        except (KeyError, TypeError, AttributeError, ValueError):
+            section["verdict"] = "unknown"  # a nemesis line of another shape: `fencepost check` reports it
+            return section
         healed = final_heal(bands)
         main_end = healed.start if healed is not None else last
         windows = unavailable_windows(sends.acked, sends.invoked, bands, main_end, thresholds)
