@@ -99,7 +99,8 @@ def test_an_incomplete_final_read_is_never_valid(config, cut):
 @pytest.fixture(scope="module")
 def big_run():
     return generate(GenConfig(seed=99, lines=60_000, idempotent=False, p_offset_gap=0.01,
-                              nemesis_rate=0.02, lagging_follower=True, stale_follower=True))
+                              nemesis_rate=0.02, lagging_follower=True, stale_follower=True,
+                              group=True))  # group: commits and resumes, for the commit-* planters
 
 
 @pytest.mark.slow

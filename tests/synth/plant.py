@@ -408,12 +408,14 @@ def _group_resumes(run: SynthRun) -> list[tuple[OpRef, int, int]]:
     return found
 
 
-def _group_commits(run: SynthRun, group: str, p: int) -> list[tuple[OpRef, int]]:
-    """(the commit, its offset of partition p) of group `group`, failed ones left out."""
-    out = []
+def _group_commits(run: SynthRun) -> dict[tuple[str, int], list[tuple[OpRef, int]]]:
+    """Per (group, partition): (the commit, its offset of that partition), failed ones left out.
+    One pass over the history (a pass per resume was quadratic on big runs)."""
+    out: dict[tuple[str, int], list[tuple[OpRef, int]]] = {}
     for op in pair_ops(run.history):
-        if op.f == "commit" and op.type != "fail" and op.invoke["value"]["group"] == group:
-            out += [(op, o) for _, q, o in op.invoke["value"]["offsets"] if q == p]
+        if op.f == "commit" and op.type != "fail":
+            for _, q, o in op.invoke["value"]["offsets"]:
+                out.setdefault((op.invoke["value"]["group"], q), []).append((op, o))
     return out
 
 
@@ -431,9 +433,10 @@ def commit_skip(run: SynthRun, rng: random.Random) -> Planted:
     """A group member resumes just past a known offset above everything its group committed
     (or could have): it skips that record, which no commit covered."""
     candidates = []
+    commits_of = _group_commits(run)
     for op, p, _ in _group_resumes(run):
         ends = op.complete["index"]
-        high = max([o for c, o in _group_commits(run, op.invoke["value"]["group"], p)
+        high = max([o for c, o in commits_of.get((op.invoke["value"]["group"], p), [])
                     if c.invoke["index"] < ends] + [0])
         above = [k for k in _known(run, p) if k >= high]
         if above:
@@ -449,9 +452,10 @@ def commit_reread(run: SynthRun, rng: random.Random) -> Planted:
     """A group member resumes at a known offset below everything its group could have
     committed, after an ok commit completed: it reads again what the commit covered."""
     candidates = []
+    commits_of = _group_commits(run)
     for op, p, asked in _group_resumes(run):
         ends = op.complete["index"]
-        commits = [(c, o) for c, o in _group_commits(run, op.invoke["value"]["group"], p)
+        commits = [(c, o) for c, o in commits_of.get((op.invoke["value"]["group"], p), [])
                    if c.invoke["index"] < ends]
         settled = [c for c, _ in commits if c.type == "ok" and c.complete["index"] < asked]
         if not settled:
