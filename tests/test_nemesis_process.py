@@ -286,7 +286,7 @@ def test_power_cut_loses_what_the_lazy_disk_held_unsynced_and_heal_starts_the_br
         assert fs(recorder) == [("invoke", "power-cut"), ("info", "power-cut")]
         heal_cluster(lazy, recorder)
         assert all_running(lazy)
-        assert {m.mountpoint for m in lazy_mounts([lazy.name])} == {Path(f) for n in lazy.disks.nodes
+        assert {m.mountpoint for m in lazy_mounts([lazy.name])} == {str(f) for n in lazy.disks.nodes
                                                                     for f in lazy.disks.disk(n).folders}
     finally:
         lazy.down()
