@@ -203,9 +203,11 @@ def recovery(acked: dict[str, list[int]], invoked: dict[str, list[int]], healed_
 
 def stuck_consumers(series: dict[int, LagSeries], healed_at: int | None, faults: bool,
                     thresholds: Thresholds) -> list[dict[str, Any]]:
-    """Consumers whose realtime lag at their last poll exceeds `stuck_lag_s`: judged where the
-    consumer polled after the final heal, or in a run without faults: {process, lag_s,
-    last_poll_s, worst_lag_s}."""
+    """Consumers whose realtime lag never recovered: above `stuck_lag_s` at their last poll and
+    at every poll of at least the `stuck_lag_s` before it (a consumer that just started over
+    from the beginning is behind, not stuck, until it has had that long to catch up); judged
+    where the consumer polled after the final heal, or in a run without faults: {process,
+    lag_s, last_poll_s, worst_lag_s, behind_since_s}."""
     limit = int(thresholds.stuck_lag_s * NS)
     stuck = []
     for process in sorted(series):
@@ -214,9 +216,17 @@ def stuck_consumers(series: dict[int, LagSeries], healed_at: int | None, faults:
             continue
         last, lag = s.times[-1], s.lags[-1]
         judged = (healed_at is not None and last > healed_at) or (healed_at is None and not faults)
-        if judged and lag > limit:
+        if not judged or lag <= limit:
+            continue
+        behind = len(s.lags) - 1
+        while behind > 0 and s.lags[behind - 1] > limit:
+            behind -= 1
+        # behind: the first poll of the final stretch above the limit; it started at the poll
+        # before (the last one within the limit), or with the consumer's first poll
+        since = s.times[behind - 1] if behind > 0 else s.times[0]
+        if last - since >= limit:
             stuck.append({"process": process, "lag_s": _s(lag), "last_poll_s": _s(last),
-                          "worst_lag_s": _s(s.worst()[0])})
+                          "worst_lag_s": _s(s.worst()[0]), "behind_since_s": _s(since)})
     return stuck
 
 

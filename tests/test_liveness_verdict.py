@@ -165,3 +165,32 @@ def test_the_report_shows_the_liveness_verdict_and_its_findings(tmp_path):
     assert "never part of the verdict above" in section
     assert "fp-1: no write acknowledged from" in section and "no fault explains it" in section
     assert 'href="#liveness-section"' in page
+
+
+def test_a_consumer_that_just_started_over_is_behind_not_stuck(tmp_path):
+    """A consumer that caught up and then started over from the beginning shortly before the
+    end is far behind at its last poll, but it has not had `stuck_lag_s` to catch up again."""
+    h = History()
+    steady(h, 1, 30, partitions=(0,))  # offsets 0..57, one every 0.5 s
+    h.add(0.5, 100000, "invoke", "assign", {"partitions": [["fp", 0]], "from": "beginning"})
+    h.add(0.6, 100000, "ok", "assign", {"partitions": [["fp", 0]], "from": "beginning"})
+    for t in range(2, 28):  # keeps up: reads everything acknowledged so far
+        poll(h, t, 100000, [(0, o, f"{o}-0") for o in range(2 * (t - 1) - 2, 2 * (t - 1))])
+    h.add(28.0, 100000, "invoke", "assign", {"partitions": [["fp", 0]], "from": "beginning"})
+    h.add(28.1, 100000, "ok", "assign", {"partitions": [["fp", 0]], "from": "beginning"})
+    poll(h, 29, 100000, [(0, 0, "0-0")])  # about 27 s behind, 1 s after starting over
+    section = liveness(h.write(tmp_path / "run"), {})
+    assert section["stuck_consumers"] == [] and section["kinds"]["stuck-consumer"] == 0
+    # the same consumer still that far behind 12 s later is stuck
+    h2 = History()
+    steady(h2, 1, 45, partitions=(0,))
+    h2.add(0.5, 100000, "invoke", "assign", {"partitions": [["fp", 0]], "from": "beginning"})
+    h2.add(0.6, 100000, "ok", "assign", {"partitions": [["fp", 0]], "from": "beginning"})
+    for t in range(2, 28):
+        poll(h2, t, 100000, [(0, o, f"{o}-0") for o in range(2 * (t - 1) - 2, 2 * (t - 1))])
+    h2.add(28.0, 100000, "invoke", "assign", {"partitions": [["fp", 0]], "from": "beginning"})
+    h2.add(28.1, 100000, "ok", "assign", {"partitions": [["fp", 0]], "from": "beginning"})
+    for t in (29, 35, 41):
+        poll(h2, t, 100000, [(0, 0, "0-0")] if t == 29 else [])
+    (stuck,) = liveness(h2.write(tmp_path / "run2"), {})["stuck_consumers"]
+    assert stuck["process"] == 100000 and stuck["behind_since_s"] <= 28 and stuck["lag_s"] > 30
