@@ -192,6 +192,7 @@ def test_kill9_in_os_mode_keeps_every_acked_write(broker):
     assert "no clean shutdown marker" in broker.log_text()
 
 
+@pytest.mark.slow
 def test_lazy_mode_kill9_loses_only_the_unflushed_tail(tmp_path):
     b = start_broker(tmp_path / "data", extra_args=("--flush", "lazy", "--flush-interval-ms", "600000"))
     try:
@@ -214,6 +215,7 @@ def test_lazy_mode_kill9_loses_only_the_unflushed_tail(tmp_path):
         b.stop()
 
 
+@pytest.mark.slow
 def test_lazy_mode_flush_timer_writes_the_log_out(tmp_path):
     b = start_broker(tmp_path / "data", extra_args=("--flush", "lazy", "--flush-interval-ms", "100"))
     try:

@@ -421,12 +421,12 @@ def check_after_fuzz(b: BrokerProcess, stats: FuzzStats) -> None:
 
 @pytest.mark.integration
 @pytest.mark.timeout(120)
-def test_fuzz_a_few_thousand_frames(tmp_path):
+def test_fuzz_eight_hundred_frames(tmp_path):
     b = fuzz_broker(tmp_path)
     try:
-        stats = fuzz(b.port, 2000, random_seed=20240601)
+        stats = fuzz(b.port, 800, random_seed=20240601)  # 20,000 in the slow set
         print(stats.line())
-        assert stats.frames >= 2000
+        assert stats.frames >= 800
         check_after_fuzz(b, stats)
     finally:
         b.stop()

@@ -25,7 +25,7 @@ from tests.docker_daemon import daemon_answers, running_dockerd
 
 pytestmark = [pytest.mark.integration, pytest.mark.root, pytest.mark.slow]
 HARNESS = Path(__file__).with_name("crash_harness.py")
-RUNS = 20
+RUNS = 10  # moments a harness is killed at; 10 keep the whole suite within its budget
 
 
 def machine_counts() -> dict[str, int]:

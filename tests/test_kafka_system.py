@@ -57,7 +57,7 @@ def leader_bounce(tmp_path: Path, truncation: str, attempt: int):
     config = where / "quiesce.toml"
     config.write_text(f"[timeouts]\nquiesce = {QUIESCE_SECONDS}\n")
     return run(where, "--config", str(config), "--system", f"kafka:{ZK_VERSION}", "--truncation", truncation,
-               "--nemesis", "leader-bounce", "--time-limit", "60", "--seed", str(attempt),
+               "--nemesis", "leader-bounce", "--time-limit", "30", "--seed", str(attempt),
                "--backend-option", "subnet=10.77.71.0/24")
 
 

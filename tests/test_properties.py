@@ -27,7 +27,7 @@ def _tolerated(idempotent: bool) -> set[str]:
     return {A.UNSEEN} if idempotent else {A.UNSEEN, A.DUPLICATE}
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(gen_configs(max_lines=3_000))
 def test_generated_runs_are_valid(config):
     outcome = check_synth(generate(config))
@@ -47,7 +47,7 @@ def test_results_json_is_written_per_contract(tmp_path):
 
 
 @pytest.mark.parametrize("name", sorted(PLANTERS))
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
 @given(config=gen_configs(plantable=True, max_lines=2_000), seed=st.integers(0, 2**16))
 def test_planted_anomaly_is_found(name, config, seed):
     try:
