@@ -519,6 +519,22 @@ class Cluster:
         the preferred leader); returns once the request is accepted, not when the move is done."""
         self.system.reassign(self.hosts, topic, partition, replicas, timeout)
 
+    def unrecoverable(self, topic: str, partitions: Iterable[int], min_isr: int) -> str | None:
+        """Why some of `partitions` can never take an acks=all write again without an operator: fewer
+        of its replicas than `min_isr` may still serve it (the others are not running or gave it
+        up, Cluster.not_rejoining); None while each may yet recover (or the view is not to be had)."""
+        reasons = []
+        for p in partitions:
+            try:
+                view = self.partition_view(topic, p)
+            except HostError:
+                return None
+            gone = {node: why for node in view.replicas if (why := self.not_rejoining(node, topic, p))}
+            if len(view.replicas) - len(gone) < min_isr:
+                reasons.append(f"{topic}-{p} keeps {len(view.replicas) - len(gone)} of its replicas, fewer "
+                               f"than min.insync.replicas={min_isr}: {'; '.join(gone.values())}")
+        return "; ".join(reasons) or None
+
     def wait_for_full_isr(self, topic: str, timeout: float = READY_TIMEOUT_S) -> None:
         """Until every partition of `topic` has a leader and every replica in its ISR (the quiesce
         phase); NotRejoining as soon as a missing replica never will (Cluster.not_rejoining)."""

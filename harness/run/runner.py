@@ -208,10 +208,15 @@ def _main_heal_and_final_reads(spec: TestSpec, cluster: Cluster, recorder: Recor
     if nemesis is not None or spec.clients.crash_interval:  # faults, or clients crashed: let them recover
         progress.phase("recover")
         began = time.monotonic()
-        recovered = traffic.recover(spec.timeouts.quiesce)
-        log.info("recovery after the final heal: %s in %.1f s", "done" if recovered else "not done",
-                 time.monotonic() - began)
-        if not recovered:
+        recovered, hopeless = traffic.recover(
+            spec.timeouts.quiesce, lambda pending: cluster.unrecoverable(spec.topic.name, pending,
+                                                                         spec.topic.min_insync_replicas))
+        log.info("recovery after the final heal: %s in %.1f s%s", "done" if recovered else "not done",
+                 time.monotonic() - began, f" ({hopeless})" if hopeless else "")
+        if hopeless:
+            outcome.problems.append(f"recovery: ended at once: {hopeless} (results.json's liveness section "
+                                    "says which partitions did not recover)")
+        elif not recovered:
             outcome.problems.append(f"recovery: within {spec.timeouts.quiesce:g} s of the final heal, not every "
                                     "partition acknowledged a write or the consumers did not catch up "
                                     "(results.json's liveness section says which)")

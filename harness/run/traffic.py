@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import orjson
 
@@ -45,10 +45,13 @@ class Traffic:
     def run(self, time_limit: float) -> None:
         self.scheduler.run(time_limit)
 
-    def recover(self, timeout: float) -> bool:
+    def recover(self, timeout: float,
+                hopeless: Callable[[list[int]], str | None] | None = None) -> tuple[bool, str | None]:
         """After the final heal: traffic as in the main phase (no client crashes) until every
         partition acknowledged a write since now and the consumers read everything acknowledged
-        before now; whether that happened within `timeout` seconds (the history tells the rest)."""
+        before now. (whether that happened within `timeout` seconds, why the wait ended early):
+        `hopeless(partitions not yet acknowledged)` says why they never will (the history and
+        the liveness verdict tell the rest)."""
         healed = time.monotonic()
         targets = dict(self.producer.highest_acked)
         partitions = self.producer.partitions
@@ -56,10 +59,13 @@ class Traffic:
         deadline = healed + timeout
         while (left := deadline - time.monotonic()) > 0 and not self.scheduler.stopped:
             self.scheduler.run(min(RECOVER_SLICE_S, left))
-            acked = all(self.producer.acked_at.get(p, 0.0) > healed for p in partitions)
-            if acked and (self.consumer is None or self.consumer.caught_up(targets)):
-                return True
-        return False
+            pending = [p for p in partitions if self.producer.acked_at.get(p, 0.0) <= healed]
+            if not pending and (self.consumer is None or self.consumer.caught_up(targets)):
+                return True, None
+            why = hopeless(pending) if hopeless is not None and pending else None
+            if why:
+                return False, why
+        return False, None
 
     def stop(self) -> None:
         self.scheduler.stop()
