@@ -9,6 +9,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from harness.commands.arguments import positive
+
 NAME = "campaign"
 HELP = ("run a campaign: a matrix of configurations and seeds, each run judged against what it should yield; "
         "ends with report.html, summary.json and summary.csv")
@@ -33,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the results folder; campaigns go to RESULTS/campaigns/NAME/ (default results)")
     parser.add_argument("--plan", action="store_true",
                         help="list the runs with what each should yield and an estimate of the time; run nothing")
-    parser.add_argument("--parallel", type=_positive, default=1, metavar="N",
+    parser.add_argument("--parallel", type=positive("runs"), default=1, metavar="N",
                         help="runs at once, each in its own process on its own subnet (default 1)")
     parser.add_argument("--shard", metavar="I/N",
                         help="run only the I-th of N shares of the runs (positions I, I+N, ...): N machines "
@@ -52,15 +54,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the summary printed on stdout at the end: text, json (summary.json) or markdown "
                              "(for $GITHUB_STEP_SUMMARY); progress goes to stderr")
 
-
-def _positive(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of runs")
-    return n
 
 
 def run(args: argparse.Namespace) -> int:

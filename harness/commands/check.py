@@ -6,6 +6,8 @@ import sys
 from importlib.util import find_spec
 from pathlib import Path
 
+from harness.commands.arguments import positive
+
 NAME = "check"
 HELP = "check a run directory: write results.json, print the verdict (exit 0/1/2)"
 EXAMPLES = (
@@ -20,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "e.g. results/latest")
     parser.add_argument("--no-write", action="store_true",
                         help="print the verdict only; write neither results.json nor linear/")
-    parser.add_argument("--jobs", type=_positive, default=None, metavar="N",
+    parser.add_argument("--jobs", type=positive("processes"), default=None, metavar="N",
                         help="CPUs that read and check the run side by side, one worker process "
                              "each, or one per partition sharing N CPUs where that ends sooner "
                              "(default: one per CPU; 1: all in this process)")
@@ -37,15 +39,6 @@ _NO_C_READER = ("history.jsonl and final.jsonl are read by the Python readers: t
                 "installed; install one and `pip install -e .` again for a check several times "
                 "faster")
 
-
-def _positive(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of processes")
-    return n
 
 
 def run(args: argparse.Namespace) -> int:

@@ -9,6 +9,8 @@ import json
 import sys
 from pathlib import Path
 
+from harness.commands.arguments import positive
+
 NAME = "shrink"
 HELP = "reduce a failing run's faults to the smallest script that still yields its anomaly; writes a runnable TOML"
 EXAMPLES = (
@@ -22,9 +24,9 @@ PRIORITY = ("lost-write", "replica-divergence", "inconsistent-offsets", "duplica
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a failing run directory")
-    parser.add_argument("--tries", type=_positive, default=3, metavar="N",
+    parser.add_argument("--tries", type=positive(""), default=3, metavar="N",
                         help="runs of each candidate script; it reproduces if one of them does (default 3)")
-    parser.add_argument("--max-runs", type=_positive, default=40, metavar="M",
+    parser.add_argument("--max-runs", type=positive(""), default=40, metavar="M",
                         help="runs in all, the first check of the recorded script included (default 40)")
     parser.add_argument("--anomaly", metavar="KIND",
                         help="the anomaly kind to keep (default: the first of the run's invalidating kinds, "
@@ -35,15 +37,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend-option", action="append", default=[], metavar="KEY=VALUE",
                         help="a backend setting for the tries, e.g. subnet=10.77.5.0/24 (repeatable)")
 
-
-def _positive(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number")
-    return n
 
 
 def run(args: argparse.Namespace) -> int:
