@@ -201,23 +201,23 @@ seed = [1, 2, 3]
     campaign = subprocess.Popen([sys.executable, "-m", "harness.cli", "campaign", "c.toml", "--parallel", "2"],
                                 cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 env={**os.environ, "PYTHONPATH": str(REPO)})
-    directory = tmp_path / "results" / "campaigns" / "stopped"
+    directory = tmp_path / "results" / "campaigns" / "stopped"  # its runs under 2.../runs/, not latest/
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
-        logs = [p.read_text() for p in directory.glob("*/runs/*/console.log")]
+        logs = [p.read_text() for p in directory.glob("2*/runs/*/console.log")]
         if len(logs) == 2 and all("fencepost: main" in log for log in logs):
             break
         time.sleep(0.5)
     else:
         campaign.kill()
         pytest.fail(f"the two runs did not reach their main phase: {campaign.communicate()}")
-    clusters = {f"run-{d.name[-6:]}" for d in directory.glob("*/runs/*/run/2*")}
+    clusters = {f"run-{d.name[-6:]}" for d in directory.glob("2*/runs/*/run/2*")}
     assert len(clusters) == 2 and set(marked_processes().values()) >= clusters
     campaign.send_signal(signal.SIGTERM)
     out, err = campaign.communicate(timeout=300)
     assert campaign.returncode == 130, err[-3000:]
     assert "stopping 2 running run(s)" in err and "continue with --resume" in err
     assert not clusters & set(marked_processes().values())
-    assert not list(directory.glob("*/runs/*/outcome.json"))  # no run finished: none recorded
-    for log in directory.glob("*/runs/*/console.log"):
+    assert not list(directory.glob("2*/runs/*/outcome.json"))  # no run finished: none recorded
+    for log in directory.glob("2*/runs/*/console.log"):
         assert "fencepost: teardown" in log.read_text()
