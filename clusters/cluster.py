@@ -353,6 +353,9 @@ class Cluster:
         markers = self.fatal_markers(node)
         if self.node_state(node) in ("down", "partial"):
             return f"{node} is not running" + (f" (it logged: {markers[-1].line})" if markers else "")
+        halted = [m for m in markers if m.halts]
+        if halted:  # the broker is ending itself: every partition it holds is gone with it
+            return f"{node} is halting (it logged: {halted[-1].line})"
         name = f"{topic}-{partition}"
         failed = [m for m in markers if m.partition == name]
         return f"{node} gave {name} up (it logged: {failed[-1].line})" if failed else None

@@ -59,7 +59,7 @@ def test_clients_per_process_crashing_and_a_mixed_committing_group_check_valid(t
     assert kinds[("send", "ok")] > 2000, kinds
     assert any(p < 8 for p in crashed) and any(p >= 1000 for p in crashed), crashed  # producers' and consumers'
     assert kinds[("crash", "info")] == kinds[("crash", "invoke")] >= 5
-    assert kinds[("subscribe", "ok")] >= 1 and kinds[("commit", "ok")] >= 5, kinds
+    assert kinds[("subscribe", "ok")] >= 1 and kinds[("commit", "ok")] >= 1, kinds  # how many: the crashes' timing
     opened = [op for op in ops if op["type"] == "invoke" and op["f"] in ("subscribe", "assign")
               and op["process"] >= 1000 and op["value"].get("from") in ("beginning", None)]
     assert {op["f"] for op in opened} == {"subscribe", "assign"}  # mixed: both, in one run

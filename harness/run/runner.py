@@ -39,8 +39,8 @@ from harness.verdict import verdict_word
 HISTORY = "history.jsonl"
 FINAL = "final.jsonl"
 TEST = "test.json"
-MAIN_GRACE_S = 30.0
-HALTING_STOP_S = 2.0  # a broker that logged it is halting: SIGTERM, then SIGKILL after this  # the nemesis may finish the action in progress after the time limit
+MAIN_GRACE_S = 30.0  # the nemesis may finish the action in progress after the time limit
+HALTING_STOP_S = 2.0  # a broker that logged it is halting: SIGTERM, then SIGKILL after this
 
 
 @dataclass
@@ -205,6 +205,7 @@ def _main_heal_and_final_reads(spec: TestSpec, cluster: Cluster, recorder: Recor
             outcome.last_op_at = time.monotonic()
             progress.phase("heal")
     log.info("healed: %s", guard.result)
+    _finish_halting(cluster, outcome, log)
     if nemesis is not None or spec.clients.crash_interval:  # faults, or clients crashed: let them recover
         progress.phase("recover")
         began = time.monotonic()
@@ -227,6 +228,7 @@ def _main_heal_and_final_reads(spec: TestSpec, cluster: Cluster, recorder: Recor
     if nemesis is not None and nemesis.errors:
         outcome.problems += [f"nemesis: {e}" for e in nemesis.errors]
     traffic.close(spec.timeouts.final_read)
+    _finish_halting(cluster, outcome, log)
     progress.phase("quiesce")
     try:
         cluster.wait_for_full_isr(spec.topic.name, spec.timeouts.quiesce)
@@ -250,6 +252,22 @@ def _main_heal_and_final_reads(spec: TestSpec, cluster: Cluster, recorder: Recor
         for line in lines:
             out.write(line + b"\n")
     log.info("final.jsonl: %d final-read lines, %d replica lines", reads, len(lines))
+
+
+def _finish_halting(cluster: Cluster, outcome: RunOutcome, log: logging.Logger) -> None:
+    """A broker that logged it is exiting but still runs (0.10.2 hangs in its own shutdown hook,
+    its ZooKeeper session alive, so no partition it leads moves) gets the exit it asked for:
+    SIGKILL. Recovery and the final reads then meet the cluster Kafka meant to leave."""
+    for node in cluster.broker_nodes:
+        halted = [m for m in cluster.fatal_markers(node) if m.halts]
+        if halted and cluster.node_state(node) != "down":
+            try:
+                cluster.kill(node)
+            except HostError as e:
+                outcome.problems.append(f"{node} was halting ({halted[-1].line}) and could not be killed: {e}")
+                continue
+            outcome.problems.append(f"{node} was halting ({halted[-1].line}): killed, as its own exit would have")
+            log.warning("%s was halting and still running: killed (%s)", node, halted[-1].line)
 
 
 def _stop_broker(cluster: Cluster, node: str, timeout: float, log: logging.Logger) -> str | None:
