@@ -522,10 +522,12 @@ class Cluster:
         the preferred leader); returns once the request is accepted, not when the move is done."""
         self.system.reassign(self.hosts, topic, partition, replicas, timeout)
 
-    def unrecoverable(self, topic: str, partitions: Iterable[int], min_isr: int) -> str | None:
-        """Why some of `partitions` can never take an acks=all write again without an operator: fewer
-        of its replicas than `min_isr` may still serve it (the others are not running or gave it
-        up, Cluster.not_rejoining); None while each may yet recover (or the view is not to be had)."""
+    def unrecoverable(self, topic: str, partitions: Iterable[int], min_isr: int,
+                      unclean: bool = False) -> str | None:
+        """Why some of `partitions` can never take an acks=all write again without an operator:
+        fewer of its replicas than `min_isr` may still serve it, or (unclean election off) no
+        member of its ISR may — the others not running or having given it up
+        (Cluster.not_rejoining). None while each may yet recover (or the view is not to be had)."""
         reasons = []
         for p in partitions:
             try:
@@ -533,10 +535,35 @@ class Cluster:
             except HostError:
                 return None
             gone = {node: why for node in view.replicas if (why := self.not_rejoining(node, topic, p))}
-            if len(view.replicas) - len(gone) < min_isr:
-                reasons.append(f"{topic}-{p} keeps {len(view.replicas) - len(gone)} of its replicas, fewer "
-                               f"than min.insync.replicas={min_isr}: {'; '.join(gone.values())}")
+            live = len(view.replicas) - len(gone)
+            if live < min_isr:
+                reasons.append(f"{topic}-{p} keeps {live} of its replicas, fewer than min.insync.replicas="
+                               f"{min_isr}: {'; '.join(gone.values())}")
+            elif not unclean and view.isr and all(node in gone for node in view.isr):
+                reasons.append(self._offline_reason(topic, p, view.isr, gone))
         return "; ".join(reasons) or None
+
+    def offline(self, topic: str, partitions: Iterable[int], unclean: bool = False) -> dict[int, str]:
+        """The partitions no broker can ever lead again without an operator, and why: no leader,
+        and every member of the ISR not running or having given the partition up (with unclean
+        election off; with it on, any live replica may be elected)."""
+        found: dict[int, str] = {}
+        for p in partitions:
+            try:
+                view = self.partition_view(topic, p)
+            except HostError:
+                continue
+            if unclean or view.leader is not None or not view.isr:
+                continue
+            gone = {node: why for node in view.isr if (why := self.not_rejoining(node, topic, p))}
+            if len(gone) == len(view.isr):
+                found[p] = self._offline_reason(topic, p, view.isr, gone)
+        return found
+
+    @staticmethod
+    def _offline_reason(topic: str, p: int, isr: Iterable[str], gone: Mapping[str, str]) -> str:
+        return (f"{topic}-{p} has no live member of its ISR {list(isr)} and unclean election is off: "
+                f"{'; '.join(gone[n] for n in isr)}")
 
     def wait_for_full_isr(self, topic: str, timeout: float = READY_TIMEOUT_S) -> None:
         """Until every partition of `topic` has a leader and every replica in its ISR (the quiesce

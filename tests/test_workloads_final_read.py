@@ -86,3 +86,15 @@ def test_with_every_broker_paused_the_read_gives_up_in_time_and_says_so(cluster,
     for line in lines:
         assert line["complete"] is False and line["end_offset"] is None
         assert line["error"].startswith("no high watermark from the leader: ")
+
+
+def test_partitions_known_to_be_offline_are_not_asked_for():
+    """A partition with no leader that any live broker could become is reported incomplete with
+    the reason, without a broker being asked (here there is none: asking would end in a
+    timeout's error instead of the reasons)."""
+    lines = final_read_lines("127.0.0.1:9", TOPIC, [0, 1], timeout_s=20,
+                             unreadable={0: "fp-0 has no live member of its ISR", 1: "fp-1 too"})
+    assert lines == [{"kind": "read-state", "topic": TOPIC, "partition": 0, "complete": False, "end_offset": None,
+                      "error": "fp-0 has no live member of its ISR"},
+                     {"kind": "read-state", "topic": TOPIC, "partition": 1, "complete": False, "end_offset": None,
+                      "error": "fp-1 too"}]

@@ -37,18 +37,24 @@ CONSUME_WAIT_S = 0.5
 
 
 def final_read_lines(bootstrap: str, topic: str, partitions: Iterable[int], timeout_s: float = 60.0,
-                     librdkafka: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    """`read` and `read-state` lines of every partition (see the module docstring)."""
+                     librdkafka: dict[str, Any] | None = None,
+                     unreadable: dict[int, str] | None = None) -> list[dict[str, Any]]:
+    """`read` and `read-state` lines of every partition (see the module docstring);
+    `unreadable` partitions (known to have no leader that could ever serve them) are not asked
+    for: their read-state is incomplete, with the reason as its error."""
     started = time.monotonic()
     deadline = started + timeout_s
     partitions = list(partitions)
+    unreadable = unreadable or {}
+    asked = [p for p in partitions if p not in unreadable]
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP, "enable.auto.commit": False,
                          "auto.offset.reset": "error", "enable.partition.eof": False, **(librdkafka or {})})
     try:
-        ends, errors = _high_watermarks(consumer, topic, partitions, started + timeout_s / 2)
+        ends, errors = _high_watermarks(consumer, topic, asked, started + timeout_s / 2) if asked else ({}, {})
         reads = _read(consumer, topic, ends, errors, deadline)
     finally:
         close_within(consumer, what="the final-read consumer")
+    errors.update(unreadable)
     lines: list[dict[str, Any]] = []
     for p in partitions:
         records = reads.get(p, [])

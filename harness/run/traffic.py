@@ -104,9 +104,12 @@ def start_traffic(spec: TestSpec, bootstrap: str, recorder: Recorder, partitions
     return Traffic(Scheduler(lanes, seed=spec.seed, crash_interval=crash_interval), producer, consumer)
 
 
-def write_final_reads(spec: TestSpec, bootstrap: str, partitions: Sequence[int], path: Path) -> int:
-    """Read every partition and add the lines to final.jsonl at `path`, atomically; how many."""
-    lines = final_read_lines(bootstrap, spec.topic.name, partitions, spec.timeouts.final_read, QUIET_CLIENTS)
+def write_final_reads(spec: TestSpec, bootstrap: str, partitions: Sequence[int], path: Path,
+                      unreadable: dict[int, str] | None = None) -> int:
+    """Read every partition (but the `unreadable` ones: workloads/final_read.py) and add the
+    lines to final.jsonl at `path`, atomically; how many."""
+    lines = final_read_lines(bootstrap, spec.topic.name, partitions, spec.timeouts.final_read, QUIET_CLIENTS,
+                             unreadable)
     return publish_lines(path, [orjson.dumps(line) for line in lines])
 
 
