@@ -1,7 +1,8 @@
 """Clients as Jepsen's, in a real `fencepost run` (the own system, process backend): a producer
 client per process, client crashes on a schedule recorded as `crash` ops, consumers that mix
 assign and subscribe, group members committing what they read and resuming from committed
-offsets — checked valid, with commits and resumes in the history, and a clean liveness verdict.
+offsets — checked valid, with commits and resumes in the history, and no unavailability,
+fatal marker or failed recovery in the liveness verdict.
 
 One broker: the own broker answers FindCoordinator with the broker asked, so with several
 brokers consumers that ask different ones form separate groups (docs/WORKLOADS.md); with one
@@ -69,7 +70,13 @@ def test_clients_per_process_crashing_and_a_mixed_committing_group_check_valid(t
     results = orjson.loads((run_dir / "results.json").read_bytes())
     assert results["valid"] is True, results["anomaly_counts"]
     assert "commit-skip" not in results["anomaly_counts"] and "commit-reread" not in results["anomaly_counts"]
-    assert results["liveness"]["verdict"] == "ok", results["liveness"]
+    # Liveness: nothing halted, no partition went unavailable or failed to recover. Stuck
+    # consumers may be reported, rightly: a group member that crashes does not leave the group,
+    # so the coordinator holds the rebalance until its session times out (librdkafka's 45 s),
+    # and on a slow machine the members read nothing meanwhile (seen on CI: assignments 45 s
+    # after the crash, realtime lag 25-30 s at the end).
+    kinds = results["liveness"]["kinds"]
+    assert kinds["fatal-marker"] == kinds["unavailable"] == kinds["no-recovery"] == 0, results["liveness"]
     test = orjson.loads((run_dir / "test.json").read_bytes())
     assert test["clients"] == {"producer": "per-process", "crash_interval": 1.5}
     assert Path(run_dir / "report.html").read_text().count('id="liveness-verdict"') == 1
