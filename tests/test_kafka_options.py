@@ -136,3 +136,13 @@ def test_the_storage_format_sets_the_elr_feature_only_when_asked():
     assert format_features(checked("4.1.1")) == ()
     assert format_features(checked("4.0.1", elr=True)) == ("--feature", "eligible.leader.replicas.version=1")
     assert format_features(checked("4.4.0", elr=False)) == ("--feature", "eligible.leader.replicas.version=0")
+
+
+def test_settings_4_0_removed_go_only_to_the_releases_that_know_them():
+    """4.0 dropped the ZooKeeper-era controlled-shutdown retries and the imbalance percentage
+    (its startup dump lists none of them: bench/kafka_releases.py); 3.9 still reads them."""
+    removed = {"leader.imbalance.per.broker.percentage", "controlled.shutdown.max.retries",
+               "controlled.shutdown.retry.backoff.ms"}
+    assert removed <= set(config.chaos_defaults(checked("3.9.1"), 3))
+    assert not removed & set(config.chaos_defaults(checked("4.4.0", mode="kraft"), 3))
+    assert not removed & set(config.chaos_defaults(checked("4.0.0", mode="kraft"), 3))

@@ -2,7 +2,7 @@
 default, unclean leader election off (it defaulted to on before 0.11: always set), leaders
 back on their preferred replicas within seconds, and session and lag timeouts short enough
 that faults resolve in seconds. Rendered per release: a key goes only to releases that know it
-(SINCE), so an old broker is never handed a setting it would not read. The user's
+(SINCE) and stopped being dropped (UNTIL), so a broker is never handed a setting it would not read. The user's
 `broker_config` has the last word.
 """
 from __future__ import annotations
@@ -22,6 +22,10 @@ CLUSTER_ID = "ZmVuY2Vwb3N0LWthZmthMQ"  # any 16 bytes, base64url; every cluster 
 # delay came in 0.11.0); every other key is known to 0.10.2, the oldest release fencepost runs.
 SINCE = {"transaction.state.log.replication.factor": (0, 11, 0), "transaction.state.log.min.isr": (0, 11, 0),
          "group.initial.rebalance.delay.ms": (0, 11, 0)}
+# The first release that no longer knows a chaos default (4.0 removed these with ZooKeeper: its
+# startup dump lists none of them, measured by bench/kafka_releases.py).
+UNTIL = {"leader.imbalance.per.broker.percentage": (4, 0, 0), "controlled.shutdown.max.retries": (4, 0, 0),
+         "controlled.shutdown.retry.backoff.ms": (4, 0, 0)}
 
 
 @dataclass(frozen=True)
@@ -61,7 +65,8 @@ def chaos_defaults(opts: KafkaOptions, brokers: int) -> dict[str, str]:
     if opts.flush == "fsync":
         props["log.flush.interval.messages"] = "1"
     release = opts.release
-    return {k: v for k, v in props.items() if release.at_least(*SINCE.get(k, ()))}
+    return {k: v for k, v in props.items()
+            if release.at_least(*SINCE.get(k, ())) and not (k in UNTIL and release.at_least(*UNTIL[k]))}
 
 
 def zk_broker_properties(opts: KafkaOptions, me: Endpoint, data_dir: str, zookeeper: str,
