@@ -45,19 +45,15 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
-
 from broker.storage.checkpoints import REPLICATION_OFFSET_CHECKPOINT, CheckpointError, read_offset_checkpoint
 from clusters.errors import ClusterConfigError, HostError
 from clusters.systems.base import PartitionView
-from workloads.closing import close_within
 from nemesis.context import NemesisContext
 from nemesis.scenarios import Scenario, view_json
 from nemesis.spec import FaultSpec
 
 GAP_S = 6.0  # between the followers' write-back and the leader's: above the HW checkpoint interval (5 s)
 SETTLE_S = 1.0  # after the new leader's high watermark passed the old leader's
-WATERMARK_POLL_S = 0.5
 
 
 class DurabilityScenario(Scenario):
@@ -133,46 +129,6 @@ class Kip101Divergence(DurabilityScenario):
             return read_offset_checkpoint(path).get((ctx.topic, self.partition))
         except (CheckpointError, OSError):
             return None
-
-    def high_watermark(self, ctx: NemesisContext) -> int | None:
-        """The partition's high watermark, asked of its leader (None when it does not answer)."""
-        consumer = watermark_consumer(ctx)
-        try:
-            return consumer.get_watermark_offsets(TopicPartition(ctx.topic, self.partition), timeout=5.0)[1]
-        except KafkaException:
-            return None
-        finally:
-            close_within(consumer, what="the nemesis's high-watermark consumer")
-
-    def await_high_watermark(self, ctx: NemesisContext, above: int | None) -> None:
-        """Until the partition's high watermark (asked of its leader) is above `above` (the old
-        leader's); recorded as `await-high-watermark`. Not reached in the context's timeout: recorded,
-        and the scenario goes on."""
-        with self._step(ctx, "await-high-watermark", {"partition": self.partition, "above": above}) as op:
-            if above is None:
-                op.value = {**op.value, "skipped": "no checkpointed high watermark"}
-                return
-            reached = None
-            consumer = watermark_consumer(ctx)
-            try:
-                deadline = time.monotonic() + ctx.timeout
-                while time.monotonic() < deadline:
-                    try:
-                        _, reached = consumer.get_watermark_offsets(TopicPartition(ctx.topic, self.partition),
-                                                                    timeout=2.0)
-                    except KafkaException:
-                        pass
-                    if reached is not None and reached > above:
-                        break
-                    time.sleep(WATERMARK_POLL_S)
-            finally:
-                close_within(consumer, what="the nemesis's high-watermark consumer")
-            op.value = {**op.value, "high_watermark": reached, "passed": reached is not None and reached > above}
-
-
-def watermark_consumer(ctx: NemesisContext) -> Consumer:
-    return Consumer({"bootstrap.servers": ctx.cluster.bootstrap, "group.id": "fencepost-nemesis",
-                     "enable.auto.commit": False})
 
 
 class LastReplicaStanding(DurabilityScenario):

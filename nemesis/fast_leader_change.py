@@ -7,6 +7,10 @@ Roles, with clean elections (the first ISR member in replica order that is unfen
 L the leader (epoch e), B the follower elected next, C the other follower. Needs RF >= 3,
 min.insync.replicas >= 2 and a network that can be cut between brokers.
 
+Before anything: wait until writes to P are being acknowledged (`await-high-watermark`, 20
+records past where P was): started with the run, before the producers reach P, the scenario
+would find an empty log and nothing to diverge.
+
 0. If B leads another partition, stop it cleanly and start it (its leaderships move away)
    and wait until it is back in P's ISR: a broker answers one request per connection at a
    time, so a stalled send to a partition B leads would hold back every send to B — P's too.
@@ -89,6 +93,7 @@ class FastLeaderChange(Scenario):
         self.lead_with_controller = lead_with_controller
 
     def run(self, ctx: NemesisContext, done: dict[str, Any]) -> None:
+        self.await_traffic(ctx)
         controller = ctx.cluster.system.controller_broker(ctx.cluster.hosts)
         view, roles = self._choose_roles(ctx, ctx.await_leader(self.partition), controller)
         leader, next_leader, other = roles.leader, roles.next_leader, roles.other

@@ -16,7 +16,8 @@ undone, recorded, also when a step failed).
   high watermark it knows); kill -9 L; wait for G to lead (F truncates and cannot
   refetch); kill -9 G; wait for F to lead; heal; start L and G; wait until both are in
   the ISR. That needs partitions and RF >= 3.
-- `zombie` (KAFKA-6880, KIP-320): Z, a random follower in the ISR (where the controller is a
+- `zombie` (KAFKA-6880, KIP-320): first wait until writes to the partition are being
+  acknowledged (as fast-leader-change does: the bug needs records in flight); Z, a random follower in the ISR (where the controller is a
   broker: not the controller, and L the partition's preferred replica), is cut off from the
   control plane only (it still reaches L and the other brokers); wait until Z is fenced
   (out of the ISR, or a new leader epoch: the controller bumps it when it drops Z, and
@@ -31,7 +32,8 @@ The scenario itself is one action (f = its name) around its steps: invoke
 `{"topic", "partition"}`, info with the nodes it chose and the leaders it saw.
 Steps are actions of their own, their value naming the scenario: `pause`, `resume`,
 `kill`, `stop` (clean), `start`, `start-partition`, `stop-partition`, and the waits
-`await-leader`, `await-isr` and `await-fenced` (info: the view that ended the wait).
+`await-leader`, `await-isr` and `await-fenced` (info: the view that ended the wait), and
+`await-high-watermark` {partition, above, high_watermark, passed}.
 """
 from __future__ import annotations
 
@@ -45,10 +47,12 @@ from nemesis.faults import Fault
 from nemesis.grudges import Grudge, grudge_json, isolate_from
 from nemesis.recording import Outcome, recorded
 from nemesis.spec import RANDOM_PARTITION, FaultSpec
+from nemesis.watermarks import await_above, high_watermark
 
 ACTION_ERRORS = (HostError, ClusterConfigError, OSError)
 SETTLE_S = 1.0
 ZOMBIE_HOLD_S = 1.0  # below the own system's session (3 s) and replica lag (5 s) timeouts
+TRAFFIC_RECORDS = 20  # acknowledged records a scenario that needs writes in flight waits for first
 
 
 class Scenario(Fault):
@@ -150,6 +154,30 @@ class Scenario(Fault):
             op.value = {**op.value, **view_json(view)}
         return view
 
+    def high_watermark(self, ctx: NemesisContext) -> int | None:
+        """The partition's high watermark, asked of its leader (None when it does not answer)."""
+        return high_watermark(ctx.cluster.bootstrap, ctx.topic, self.partition)
+
+    def await_high_watermark(self, ctx: NemesisContext, above: int | None,
+                             unknown: str = "no checkpointed high watermark") -> None:
+        """Until the partition's high watermark (asked of its leader) is above `above`; recorded as
+        `await-high-watermark`. Not reached in the context's timeout: recorded, and the scenario goes
+        on. `above` None: skipped, and `unknown` says why."""
+        with self._step(ctx, "await-high-watermark", {"partition": self.partition, "above": above}) as op:
+            if above is None:
+                op.value = {**op.value, "skipped": unknown}
+                return
+            reached = await_above(ctx.cluster.bootstrap, ctx.topic, self.partition, above, ctx.timeout)
+            op.value = {**op.value, "high_watermark": reached, "passed": reached is not None and reached > above}
+
+    def await_traffic(self, ctx: NemesisContext, records: int = TRAFFIC_RECORDS) -> None:
+        """Until `records` more writes to the partition are acknowledged: a scenario whose bug needs
+        records in flight, started before the producers reach the partition (the first seconds of a
+        run on stock Kafka), would act on an empty log and find nothing."""
+        start = self.high_watermark(ctx)
+        self.await_high_watermark(ctx, None if start is None else start + records - 1,
+                                  unknown="the partition's leader did not answer")
+
     def candidate_views(self, ctx: NemesisContext, view: PartitionView) -> list[PartitionView]:
         """This partition's view, then — when it was drawn at random — every other partition's, in
         a seeded random order: where a scenario may look when its roles do not fit here."""
@@ -250,6 +278,7 @@ class Zombie(Scenario):
         self.hold = hold
 
     def run(self, ctx: NemesisContext, done: dict[str, Any]) -> None:
+        self.await_traffic(ctx)
         view = ctx.await_leader(self.partition)
         if len(view.replicas) < 3:
             raise ClusterConfigError(f"zombie needs a replication factor of at least 3; "

@@ -88,8 +88,10 @@ FOUR_BROKERS = ("--nodes", "4", "--concurrency", "50")
 
 
 def one_record_per_batch(tmp_path: Path) -> tuple[str, ...]:
+    """A producer per process (a send stalled on another partition B leads holds back only its own
+    process's connection to B) sending one record per batch."""
     config = tmp_path / "batches.toml"
-    config.write_text("[producer]\nbatch_messages = 1\n")
+    config.write_text('[producer]\nbatch_messages = 1\n\n[clients]\nproducer = "per-process"\n')
     return ("--config", str(config), *FOUR_BROKERS)
 
 
