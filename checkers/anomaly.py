@@ -64,6 +64,12 @@ DEFINITIONS = {
 DEFAULT_INVALID = frozenset(a for a in ALL if a != UNSEEN)
 
 
+def default_invalid(idempotent: bool) -> frozenset[str]:
+    """Anomalies that make a run invalid by default: all but `unseen`, and
+    `duplicate` only when the producer was idempotent."""
+    return DEFAULT_INVALID if idempotent else DEFAULT_INVALID - {DUPLICATE}
+
+
 @dataclass(slots=True)
 class Anomaly:
     name: str

@@ -6,31 +6,22 @@ partition. Its two halves (`check_half`: the offset checks and the
 linearizability search; the poll, replica and unseen checks) can also run in
 two processes on one partition, their reports joined by `join_halves` into
 the very report `check_partition` gives. Which anomalies make a run invalid
-is the caller's choice; `default_invalid` is the documented default
-(docs/CHECKERS.md).
+is the caller's choice (harness/verdict.py decides; `checkers.anomaly.default_invalid`
+is the documented default, docs/CHECKERS.md).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import Any, Literal
+from typing import Any
 
-from checkers.anomaly import DEFAULT_INVALID, DUPLICATE, NONLINEARIZABLE, Anomaly
+from checkers.anomaly import NONLINEARIZABLE, Anomaly
 from checkers.groups import check_groups
 from checkers.offsets import Observations, check_offsets, observe
 from checkers.partition import CheckOptions, PartitionHistory
 from checkers.polls import check_polls
 from checkers.replicas import replica_divergence
 from checkers.unseen import unseen
-
-Verdict = bool | Literal["unknown"]
-
-
-def default_invalid(idempotent: bool) -> frozenset[str]:
-    """Anomalies that make a run invalid by default: all but `unseen`, and
-    `duplicate` only when the producer was idempotent."""
-    return DEFAULT_INVALID if idempotent else DEFAULT_INVALID - {DUPLICATE}
-
 
 @dataclass(slots=True)
 class PartitionReport:
@@ -45,13 +36,6 @@ class PartitionReport:
     linear_html: str | None = None
     # Why this partition's verdict cannot be `valid` even without anomalies.
     unknown_reasons: list[str] = field(default_factory=list)
-
-    def verdict(self, invalid: frozenset[str]) -> Verdict:
-        """False if an anomaly named in `invalid` was found, else "unknown" if
-        something could not be judged, else True (Jepsen's precedence)."""
-        if any(a.name in invalid for a in self.anomalies):
-            return False
-        return "unknown" if self.unknown_reasons else True
 
 
 # The two halves of a partition's check (`check_half`): independent once the

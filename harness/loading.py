@@ -38,7 +38,7 @@ from typing import Any, Iterable, Iterator
 
 import orjson
 
-from checkers.anomaly import ALL as ALL_ANOMALIES, DEFAULT_INVALID, DUPLICATE
+from checkers.anomaly import ALL as ALL_ANOMALIES, default_invalid
 from checkers.partition import CheckOptions, PartitionHistory, Poll, Reset, Send
 from harness import native_load
 from harness.errors import BadInput, Problems
@@ -297,7 +297,7 @@ def options_from_test(test: dict[str, Any], where: Path | str = TEST_FILE
                        f"number of states")
     invalid = _setting(test, "checker.invalid", list, None, where)
     if invalid is None:
-        invalid_set = DEFAULT_INVALID if idempotent else DEFAULT_INVALID - {DUPLICATE}
+        invalid_set = default_invalid(idempotent)
     else:
         unknown = [name for name in invalid if name not in ALL_ANOMALIES]
         if unknown:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 
-from checkers.anomaly import DUPLICATE, LOST_WRITE, NONLINEARIZABLE, UNSEEN
-from checkers.check import PartitionReport, check_partition, default_invalid
+from checkers.anomaly import DUPLICATE, LOST_WRITE, NONLINEARIZABLE, UNSEEN, default_invalid
+from checkers.check import PartitionReport, check_partition
 from checkers.partition import CheckOptions
 from harness.loading import load_run
 from tests.synth import generate as synth
@@ -14,6 +14,15 @@ from tests.synth.strategies import gen_configs
 from tests.test_checkers_support import history, log, names, poll, send
 
 OFFSETS_ONLY = CheckOptions(linearizability=False)
+
+
+def verdict(report: PartitionReport, invalid: frozenset[str]) -> bool | str:
+    """One partition's verdict by Jepsen's precedence (harness/verdict.py's for a whole run):
+    invalid when an anomaly of the invalid set was found, else unknown when something could
+    not be judged, else valid."""
+    if any(a.name in invalid for a in report.anomalies):
+        return False
+    return "unknown" if report.unknown_reasons else True
 
 
 def clean_history():
@@ -48,7 +57,7 @@ def test_missing_final_read_makes_the_partition_unknown():
     [reason] = report.unknown_reasons
     assert "no final read of fp/0" in reason
     assert report.stats["unjudged"] == 1 and report.stats["final_length"] is None
-    assert report.verdict(default_invalid(False)) == "unknown"
+    assert verdict(report, default_invalid(False)) == "unknown"
 
 
 def test_incomplete_final_read_makes_the_partition_unknown_and_counts_unjudged():
@@ -58,7 +67,7 @@ def test_incomplete_final_read_makes_the_partition_unknown_and_counts_unjudged()
     [reason] = report.unknown_reasons
     assert "incomplete" in reason and "after offset 0" in reason and "1 acked write" in reason
     assert report.anomalies == []
-    assert report.verdict(default_invalid(False)) == "unknown"
+    assert verdict(report, default_invalid(False)) == "unknown"
 
 
 def test_an_invalid_anomaly_beats_unknown():
@@ -66,15 +75,15 @@ def test_an_invalid_anomaly_beats_unknown():
                  final=[(0, "a"), (1, "x")], complete=False)
     report = check_partition(ph, OFFSETS_ONLY)
     assert LOST_WRITE in names(report.anomalies) and report.unknown_reasons
-    assert report.verdict(default_invalid(False)) is False
+    assert verdict(report, default_invalid(False)) is False
 
 
 def test_duplicates_are_invalid_only_for_an_idempotent_producer():
     ph = history(sends=[send(0, "a", 0)], polls=[poll(2, (0, "a"))], final=log("a", "a"))
     report = check_partition(ph, OFFSETS_ONLY)
     assert names(report.anomalies) == [DUPLICATE]
-    assert report.verdict(default_invalid(idempotent=False)) is True
-    assert report.verdict(default_invalid(idempotent=True)) is False
+    assert verdict(report, default_invalid(idempotent=False)) is True
+    assert verdict(report, default_invalid(idempotent=True)) is False
     assert UNSEEN not in default_invalid(True) and DUPLICATE in default_invalid(True)
 
 
@@ -99,7 +108,7 @@ def test_a_failed_search_becomes_one_nonlinearizable_anomaly():
     assert d["ops"] == [[2, 3]]  # the send of "b": invoke line 2, completion line 3
     assert "<html" in report.linear_html.lower() and "b" in report.linear_html
     assert d["explanation"]
-    assert report.verdict(default_invalid(False)) is False
+    assert verdict(report, default_invalid(False)) is False
 
 
 def test_a_search_out_of_budget_makes_the_partition_unknown():
@@ -107,7 +116,7 @@ def test_a_search_out_of_budget_makes_the_partition_unknown():
     assert report.linearizable is None
     assert any("gave up after" in r and "(budget 1)" in r for r in report.unknown_reasons)
     assert NONLINEARIZABLE not in names(report.anomalies)
-    assert report.verdict(default_invalid(False)) == "unknown"
+    assert verdict(report, default_invalid(False)) == "unknown"
 
 
 @pytest.mark.parametrize("method", ["witness", "search"])
@@ -115,7 +124,7 @@ def test_a_linearizable_partition_adds_nothing(method):
     report = check_partition(clean_history(), CheckOptions(linear_method=method))
     assert report.linearizable is True and report.unknown_reasons == []
     assert report.linear_method == method
-    assert report.verdict(default_invalid(False)) is True
+    assert verdict(report, default_invalid(False)) is True
 
 
 def test_report_is_a_dataclass_with_the_public_fields():
@@ -148,7 +157,7 @@ def test_a_large_valid_run_is_valid_in_every_partition(tmp_path):
     reports = _check_run(run, tmp_path)
     assert len(reports) == 3
     for report in reports.values():
-        assert report.verdict(default_invalid(idempotent=True)) is True
+        assert verdict(report, default_invalid(idempotent=True)) is True
         assert report.stats["sends_ok"] > 100 and report.stats["records_polled"] > 100
 
 
@@ -172,7 +181,7 @@ def test_every_planted_anomaly_is_found_where_it_was_planted(name, tmp_path):
         report = reports[planted.partition]
         found = names(report.anomalies)
         assert planted.anomaly in found, (planted.details, found)
-        invalid = report.verdict(default_invalid(idempotent)) is False
+        invalid = verdict(report, default_invalid(idempotent)) is False
         assert invalid == plant.expected_invalid(planted)
         found_somewhere = True
     assert found_somewhere, f"{name} could be planted in none of the runs"

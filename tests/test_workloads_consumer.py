@@ -21,7 +21,8 @@ from harness.history import HistoryWriter, Recorder
 from harness.scheduler import Lane, Scheduler, plan_processes
 from tests.lazyfs_support import needs_fuse
 from workloads.consumer import ConsumerOptions, ConsumerWorkload
-from workloads.final_read import append_final_reads
+from harness.run.traffic import publish_lines
+from workloads.final_read import final_read_lines
 from workloads.producer import ProducerOptions, ProducerWorkload
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.root]  # lazy disks: FUSE mounts
@@ -53,7 +54,8 @@ def polled_since(lines: list[dict[str, Any]], nemesis_f: str) -> set[str]:
 
 
 def finish(cluster: Cluster, run_dir: Path, topic: str):
-    append_final_reads(run_dir / "final.jsonl", cluster.bootstrap, topic, cluster.partitions(topic), 30, QUIET)
+    reads = final_read_lines(cluster.bootstrap, topic, cluster.partitions(topic), 30, QUIET)
+    publish_lines(run_dir / "final.jsonl", [orjson.dumps(line) for line in reads])
     lines, problems = cluster.replica_log_lines(60)
     assert problems == []
     with open(run_dir / "final.jsonl", "ab") as out:

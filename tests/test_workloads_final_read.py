@@ -13,7 +13,8 @@ from confluent_kafka import Producer
 
 from clusters.cluster import Cluster, ClusterSpec
 from clusters.systems.base import TopicSpec
-from workloads.final_read import append_final_reads, final_read_lines
+from harness.run.traffic import publish_lines
+from workloads.final_read import final_read_lines
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -63,10 +64,11 @@ def test_every_partition_is_read_to_its_end_in_offset_order(cluster, written):
     assert [line["partition"] for line in lines if line["kind"] == "read-state"] == [0, 1, 2]
 
 
-def test_the_lines_are_appended_to_final_jsonl(cluster, written, tmp_path):
+def test_the_lines_are_added_to_final_jsonl(cluster, written, tmp_path):
     final = tmp_path / "final.jsonl"
     final.write_bytes(b'{"kind":"replica-state","note":"already there"}\n')
-    count = append_final_reads(final, cluster.bootstrap, TOPIC, [2, 1], timeout_s=30, librdkafka=QUIET)
+    reads = final_read_lines(cluster.bootstrap, TOPIC, [2, 1], timeout_s=30, librdkafka=QUIET)
+    count = publish_lines(final, [orjson.dumps(line) for line in reads])
     lines = [orjson.loads(raw) for raw in final.read_bytes().splitlines()]
     assert count == len(lines) - 1 == 5 + 2
     assert lines[0]["note"] == "already there"

@@ -4,7 +4,7 @@
   (producer.py) — one process per send in flight; ok/fail/info by outcomes.py
 - `ConsumerWorkload(bootstrap, recorder, partitions, processes, ConsumerOptions(...))`
   (consumer.py) — assign or subscribe; every poll and position change recorded
-- `final_read_lines(...)`, `append_final_reads(path, ...)` (final_read.py)
+- `final_read_lines(...)` (final_read.py)
 - `ClientRecorder`, `Done`, `WorkloadConfigError` (recording.py); messages.py turns a
   consumed message into a record
 

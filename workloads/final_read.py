@@ -6,7 +6,7 @@ given, its `read` lines (offset order) and then one `read-state` line —
 `complete` is true only when the read reached the end, the high watermark
 asked of the partition's leader before reading; it also says `end_offset`, and
 `error` when it did not get there (no leader answered, the position was lost,
-time ran out). `append_final_reads` appends them to a final.jsonl file. The
+time ran out). The harness publishes them into final.jsonl (harness/run/traffic.py). The
 replicas' own logs are the cluster's part (`Cluster.replica_log_lines`).
 
 The consumer reads with `auto.offset.reset = error`: a log that does not start
@@ -17,12 +17,9 @@ rest is for reading.
 """
 from __future__ import annotations
 
-import os
 import time
-from pathlib import Path
 from typing import Any, Iterable
 
-import orjson
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from workloads.closing import close_within
@@ -68,18 +65,6 @@ def final_read_lines(bootstrap: str, topic: str, partitions: Iterable[int], time
             state["error"] = errors.get(p) or (f"read up to offset {next_offset} of {end} in {timeout_s:g}s")
         lines.append(state)
     return lines
-
-
-def append_final_reads(path: Path | str, bootstrap: str, topic: str, partitions: Iterable[int],
-                       timeout_s: float = 60.0, librdkafka: dict[str, Any] | None = None) -> int:
-    """Read as `final_read_lines` and append the lines to final.jsonl at `path` (made if
-    missing, fsynced); the number of lines written."""
-    lines = final_read_lines(bootstrap, topic, partitions, timeout_s, librdkafka)
-    with open(path, "ab") as out:
-        out.write(b"".join(orjson.dumps(line) + b"\n" for line in lines))
-        out.flush()
-        os.fsync(out.fileno())
-    return len(lines)
 
 
 def _high_watermarks(consumer: Consumer, topic: str, partitions: list[int], until: float
