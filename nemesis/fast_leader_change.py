@@ -8,8 +8,8 @@ L the leader (epoch e), B the follower elected next, C the other follower. Needs
 min.insync.replicas >= 2 and a network that can be cut between brokers.
 
 Before anything: wait until writes to P are being acknowledged (`await-high-watermark`, 20
-records past where P was): started with the run, before the producers reach P, the scenario
-would find an empty log and nothing to diverge.
+records past where P was, at most 10 s): started with the run, before the producers reach P,
+the scenario would find an empty log and nothing to diverge.
 
 0. If B leads another partition, stop it cleanly and start it (its leaderships move away)
    and wait until it is back in P's ISR: a broker answers one request per connection at a

@@ -53,6 +53,7 @@ ACTION_ERRORS = (HostError, ClusterConfigError, OSError)
 SETTLE_S = 1.0
 ZOMBIE_HOLD_S = 1.0  # below the own system's session (3 s) and replica lag (5 s) timeouts
 TRAFFIC_RECORDS = 20  # acknowledged records a scenario that needs writes in flight waits for first
+TRAFFIC_WAIT_S = 10.0  # ... at most: a run's producers start within seconds; a one-shot has none
 
 
 class Scenario(Fault):
@@ -159,24 +160,26 @@ class Scenario(Fault):
         return high_watermark(ctx.cluster.bootstrap, ctx.topic, self.partition)
 
     def await_high_watermark(self, ctx: NemesisContext, above: int | None,
-                             unknown: str = "no checkpointed high watermark") -> None:
+                             unknown: str = "no checkpointed high watermark", timeout: float | None = None) -> None:
         """Until the partition's high watermark (asked of its leader) is above `above`; recorded as
-        `await-high-watermark`. Not reached in the context's timeout: recorded, and the scenario goes
-        on. `above` None: skipped, and `unknown` says why."""
+        `await-high-watermark`. Not reached in `timeout` (default the context's): recorded, and the
+        scenario goes on. `above` None: skipped, and `unknown` says why."""
         with self._step(ctx, "await-high-watermark", {"partition": self.partition, "above": above}) as op:
             if above is None:
                 op.value = {**op.value, "skipped": unknown}
                 return
-            reached = await_above(ctx.cluster.bootstrap, ctx.topic, self.partition, above, ctx.timeout)
+            reached = await_above(ctx.cluster.bootstrap, ctx.topic, self.partition, above,
+                                  ctx.timeout if timeout is None else timeout)
             op.value = {**op.value, "high_watermark": reached, "passed": reached is not None and reached > above}
 
     def await_traffic(self, ctx: NemesisContext, records: int = TRAFFIC_RECORDS) -> None:
         """Until `records` more writes to the partition are acknowledged: a scenario whose bug needs
         records in flight, started before the producers reach the partition (the first seconds of a
-        run on stock Kafka), would act on an empty log and find nothing."""
+        run on stock Kafka), would act on an empty log and find nothing. Without writes (a one-shot
+        `fencepost nemesis start`) it goes on after TRAFFIC_WAIT_S."""
         start = self.high_watermark(ctx)
         self.await_high_watermark(ctx, None if start is None else start + records - 1,
-                                  unknown="the partition's leader did not answer")
+                                  unknown="the partition's leader did not answer", timeout=TRAFFIC_WAIT_S)
 
     def candidate_views(self, ctx: NemesisContext, view: PartitionView) -> list[PartitionView]:
         """This partition's view, then — when it was drawn at random — every other partition's, in
