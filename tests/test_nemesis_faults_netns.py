@@ -7,19 +7,17 @@ do (reassign, group-coordinator) is refused with why. One cluster serves the mod
 leaves it healed."""
 from __future__ import annotations
 
-import os
 import socket
 import time
 
 import pytest
 from confluent_kafka import Producer
 
-from tests import host_contract
+from tests.netns_cluster_support import healthy_cluster, module_cluster, reaches
 
-from clusters.cluster import Cluster, ClusterSpec
+from clusters.cluster import Cluster
 from clusters.errors import ClusterConfigError
 from clusters.hosts import iptables, tc
-from clusters.systems.base import TopicSpec
 from clusters.systems.own import BROKER_PORT
 from nemesis import MemoryRecorder, Nemesis, ScriptedSchedule, heal_cluster, start_fault
 
@@ -31,26 +29,12 @@ CLIENTS_RANGE = (160, 189)
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    if os.geteuid() != 0:
-        pytest.skip("the netns backend needs root")
-    spec = ClusterSpec(f"fp-faults-{os.urandom(2).hex()}", backend="netns",
-                       backend_options={"subnet": host_contract.free_subnet(*CLIENTS_RANGE)})
-    made = Cluster.up(spec, tmp_path_factory.mktemp("faults-netns"))
-    try:
-        made.create_topic(TopicSpec(TOPIC))
-        yield made
-    finally:
-        made.down()
+    yield from module_cluster(tmp_path_factory.mktemp("faults-netns"), "fp-faults", CLIENTS_RANGE, TOPIC)
 
 
 @pytest.fixture
 def healthy(cluster: Cluster):
-    cluster.wait_for_full_isr(TOPIC, 60)
-    try:
-        yield cluster
-    finally:
-        cluster.heal()
-        cluster.wait_for_full_isr(TOPIC, 60)
+    yield from healthy_cluster(cluster, TOPIC)
 
 
 def connect_seconds(cluster: Cluster, node: str, timeout: float = 2.0) -> float | None:
@@ -62,11 +46,6 @@ def connect_seconds(cluster: Cluster, node: str, timeout: float = 2.0) -> float 
     except OSError:
         return None
     return time.monotonic() - began
-
-
-def reaches(cluster: Cluster, source: str, destination: str) -> bool:
-    probe = f"import socket\nsocket.create_connection(({cluster.address(destination)!r}, {BROKER_PORT}), timeout=1.0).close()"
-    return cluster.hosts[source].run([cluster.hosts[source].python, "-c", probe], check=False, timeout=20).ok
 
 
 def produce(cluster: Cluster, partition: int, count: int) -> int:

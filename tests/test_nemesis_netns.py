@@ -5,17 +5,13 @@ scenario fences a follower that can still reach the leader, moves leadership twi
 heals. One cluster serves the module; each test leaves it healed."""
 from __future__ import annotations
 
-import os
-import sys
-
 import pytest
 
-from tests import host_contract
+from tests.netns_cluster_support import healthy_cluster, module_cluster, reaches
 
-from clusters.cluster import Cluster, ClusterSpec
+from clusters.cluster import Cluster
 from clusters.hosts import iptables
-from clusters.systems.base import TopicSpec
-from clusters.systems.own import BROKER_PORT, CONTROLLER_PORT, broker_id
+from clusters.systems.own import broker_id
 from nemesis import MemoryRecorder, Nemesis, ScriptedSchedule, heal_cluster, start_fault
 from nemesis.grudges import grudge_json
 from nemesis.spec import PARTITION_TARGETS
@@ -25,33 +21,14 @@ pytestmark = [pytest.mark.integration, pytest.mark.root]
 TOPIC = "fp"
 
 
-def free_subnet() -> str:
-    return host_contract.free_subnet(96, 127)
-
-
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    if os.geteuid() != 0:
-        pytest.skip("the netns backend needs root")
-    spec = ClusterSpec(f"fp-nemesis-{os.urandom(2).hex()}", backend="netns",
-                       backend_options={"subnet": free_subnet()})
-    made = Cluster.up(spec, tmp_path_factory.mktemp("nemesis-netns"))
-    try:
-        made.create_topic(TopicSpec(TOPIC))
-        yield made
-    finally:
-        made.down()
+    yield from module_cluster(tmp_path_factory.mktemp("nemesis-netns"), "fp-nemesis", (96, 127), TOPIC)
 
 
 @pytest.fixture
 def healthy(cluster: Cluster):
-    """Every partition led with a full ISR before the test; healed after it, also on failure."""
-    cluster.wait_for_full_isr(TOPIC, 60)
-    try:
-        yield cluster
-    finally:
-        cluster.heal()
-        cluster.wait_for_full_isr(TOPIC, 60)
+    yield from healthy_cluster(cluster, TOPIC)
 
 
 def dropped(cluster: Cluster, node: str) -> set[str]:
@@ -62,14 +39,6 @@ def dropped(cluster: Cluster, node: str) -> set[str]:
     targets = {r.split()[3].removesuffix("/32") for r in rules if r.startswith("-A FENCEPOST -d ")}
     assert sources == targets, rules
     return sources
-
-
-def reaches(cluster: Cluster, source: str, destination: str) -> bool:
-    """Whether a TCP connection from inside `source` to `destination`'s service port gets through."""
-    port = CONTROLLER_PORT if destination in cluster.control_nodes else BROKER_PORT
-    probe = (f"import socket\nsocket.create_connection(({cluster.address(destination)!r}, {port}), "
-             f"timeout=1.0).close()")
-    return cluster.hosts[source].run([sys.executable, "-c", probe], check=False, timeout=20).ok
 
 
 def fenced(cluster: Cluster, node: str) -> bool:
