@@ -4,7 +4,8 @@ reads every partition from offset 0 to its end, in bounded time.
 `final_read_lines` returns final.jsonl lines: per partition, in the order
 given, its `read` lines (offset order) and then one `read-state` line —
 `complete` is true only when the read reached the end, the high watermark
-asked of the partition's leader before reading; it also says `end_offset`, and
+asked of the partition's leader before reading and asked again after it (a second
+later) until it no longer grows; it also says `end_offset`, and
 `error` when it did not get there (no leader answered, the position was lost,
 time ran out). The harness publishes them into final.jsonl (harness/run/traffic.py). The
 replicas' own logs are the cluster's part (`Cluster.replica_log_lines`).
@@ -31,6 +32,10 @@ BATCH = 1000
 WATERMARK_TRY_S = 2.0  # one high-watermark question; retried until half the time is spent
 RETRY_PAUSE_S = 0.2
 CONSUME_WAIT_S = 0.5
+# Before asking the ends again: a leader elected during the read may answer a high watermark
+# below what its partition has committed until its followers fetch from it (Kafka before 2.2,
+# KAFKA-2334, fixed by KIP-207), and a read that stopped there would miss acknowledged records.
+SETTLE_CHECK_S = 1.0
 
 
 def final_read_lines(bootstrap: str, topic: str, partitions: Iterable[int], timeout_s: float = 60.0,
@@ -48,7 +53,18 @@ def final_read_lines(bootstrap: str, topic: str, partitions: Iterable[int], time
                          "auto.offset.reset": "error", "enable.partition.eof": False, **(librdkafka or {})})
     try:
         ends, errors = _high_watermarks(consumer, topic, asked, started + timeout_s / 2) if asked else ({}, {})
-        reads = _read(consumer, topic, ends, errors, deadline)
+        reads: dict[int, list[dict[str, Any]]] = {p: [] for p in ends}
+        while True:
+            _read(consumer, topic, ends, errors, deadline, reads)
+            if not ends or time.monotonic() + SETTLE_CHECK_S + WATERMARK_TRY_S > deadline:
+                break
+            time.sleep(SETTLE_CHECK_S)
+            again, _ = _high_watermarks(consumer, topic, [p for p in ends if p not in errors],
+                                        time.monotonic() + WATERMARK_TRY_S)
+            grown = {p: end for p, end in again.items() if end > ends[p]}
+            if not grown:
+                break
+            ends.update(grown)  # read on to the end asked last
     finally:
         close_within(consumer, what="the final-read consumer")
     errors.update(unreadable)
@@ -88,15 +104,15 @@ def _high_watermarks(consumer: Consumer, topic: str, partitions: list[int], unti
         time.sleep(RETRY_PAUSE_S)
 
 
-def _read(consumer: Consumer, topic: str, ends: dict[int, int], errors: dict[int, str], deadline: float
-          ) -> dict[int, list[dict[str, Any]]]:
-    """Every record below its partition's end, from offset 0; a partition whose position
-    is lost stops there (its error in `errors`)."""
-    reads: dict[int, list[dict[str, Any]]] = {p: [] for p in ends}
-    next_offset = dict.fromkeys(ends, 0)
-    todo = {p for p, end in ends.items() if end > 0}
+def _read(consumer: Consumer, topic: str, ends: dict[int, int], errors: dict[int, str], deadline: float,
+          reads: dict[int, list[dict[str, Any]]]) -> None:
+    """Adds to `reads` every record below its partition's end, from where that partition's
+    reads stopped (offset 0 at first); a partition whose position is lost stops there (its
+    error in `errors`) and is not read again."""
+    next_offset = {p: reads[p][-1]["offset"] + 1 if reads[p] else 0 for p in ends}
+    todo = {p for p, end in ends.items() if next_offset[p] < end and p not in errors}
     if todo:
-        consumer.assign([TopicPartition(topic, p, 0) for p in sorted(todo)])
+        consumer.assign([TopicPartition(topic, p, next_offset[p]) for p in sorted(todo)])
     while todo and (left := deadline - time.monotonic()) > 0:
         for m in consumer.consume(BATCH, timeout=min(left, CONSUME_WAIT_S)):
             p = m.partition()
@@ -116,7 +132,6 @@ def _read(consumer: Consumer, topic: str, ends: dict[int, int], errors: dict[int
             next_offset[p] = offset + 1
             if offset + 1 >= ends[p]:
                 todo.discard(p)
-    return reads
 
 
 def _describe(e: KafkaException) -> str:
