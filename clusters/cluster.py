@@ -26,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from clusters.disks import CutLoss, LazyDisks
 from clusters.errors import ClusterConfigError, HostError, NotRejoining
@@ -539,8 +539,8 @@ class Cluster:
             if live < min_isr:
                 reasons.append(f"{topic}-{p} keeps {live} of its replicas, fewer than min.insync.replicas="
                                f"{min_isr}: {'; '.join(gone.values())}")
-            elif not unclean and view.isr and all(node in gone for node in view.isr):
-                reasons.append(self._offline_reason(topic, p, view.isr, gone))
+            elif why := _no_live_isr(topic, p, view.isr, gone, unclean):
+                reasons.append(why)
         return "; ".join(reasons) or None
 
     def offline(self, topic: str, partitions: Iterable[int], unclean: bool = False) -> dict[int, str]:
@@ -556,14 +556,9 @@ class Cluster:
             if unclean or view.leader is not None or not view.isr:
                 continue
             gone = {node: why for node in view.isr if (why := self.not_rejoining(node, topic, p))}
-            if len(gone) == len(view.isr):
-                found[p] = self._offline_reason(topic, p, view.isr, gone)
+            if why := _no_live_isr(topic, p, view.isr, gone, unclean):
+                found[p] = why
         return found
-
-    @staticmethod
-    def _offline_reason(topic: str, p: int, isr: Iterable[str], gone: Mapping[str, str]) -> str:
-        return (f"{topic}-{p} has no live member of its ISR {list(isr)} and unclean election is off: "
-                f"{'; '.join(gone[n] for n in isr)}")
 
     def wait_for_full_isr(self, topic: str, timeout: float = READY_TIMEOUT_S) -> None:
         """Until every partition of `topic` has a leader and every replica in its ISR (the quiesce
@@ -626,3 +621,12 @@ class Cluster:
                 "nodes": {n: {"address": self.address(n), "state": self.node_state(n),
                               "pids": {r: h.pid for r, h in self.processes.get(n, {}).items()}}
                           for n in self.nodes}}
+
+
+def _no_live_isr(topic: str, p: int, isr: Sequence[str], gone: Mapping[str, str], unclean: bool) -> str | None:
+    """Why no member of the partition's ISR may ever lead it again (every one in `gone`, with the
+    reason, and unclean election off); None when one may."""
+    if unclean or not isr or not all(node in gone for node in isr):
+        return None
+    return (f"{topic}-{p} has no live member of its ISR {list(isr)} and unclean election is off: "
+            f"{'; '.join(gone[n] for n in isr)}")
