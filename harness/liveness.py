@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from clusters.systems.markers import fatal_markers
-from harness.history import HISTORY_FILE, NEMESIS, Op, iter_plain
+from harness.history import NEMESIS, Op, iter_plain
 from harness.report.bands import HEAL, Band, NemesisOp, nemesis_bands
 from harness.report.lag import LagSeries, RealtimeLag
+from harness.rundir.names import HISTORY_FILE, NODES_DIR
 
-NODES_DIR = "nodes"
 MAX_MARKERS = 50  # per run: the first ones say what happened; the count says how often
 MAX_LISTED = 50  # unavailability windows and stuck consumers listed (all counted)
 KINDS = ("fatal-marker", "unavailable", "no-recovery", "stuck-consumer")

@@ -37,9 +37,10 @@ from urllib.parse import quote, unquote, urlsplit
 
 
 from harness.errors import BadInput
-from harness.report.page import REPORT_FILE as REPORT, esc, page, verdict_badge
+from harness.report.page import esc, page, verdict_badge
+from harness.rundir.names import REPORT_FILE
 from harness.index.tree import CampaignInfo, scan
-from harness.run.store import format_time
+from harness.rundir.store import format_time
 from harness.verdict import verdict_word
 
 DEFAULT_HOST = "127.0.0.1"
@@ -62,7 +63,7 @@ class RunEntry:
     anomaly_counts: dict[str, int] = field(default_factory=dict)
 
 
-def find_runs(results: Path) -> list[RunEntry]:
+def run_entries(results: Path) -> list[RunEntry]:
     """The run directories under `results`, however deep, newest first."""
     return find_all(results)[0]
 
@@ -91,7 +92,7 @@ def runs_page(results: Path, runs: list[RunEntry], campaigns: list[CampaignInfo]
         word = verdict_word(run.valid) if run.checked else "unknown"
         verdict = verdict_badge(run.valid) if run.checked else '<span class="muted">not checked</span>'
         link = quote(run.relative)
-        report = (f'<a class="report" href="/{esc(link)}/{REPORT}">report</a>' if run.has_report
+        report = (f'<a class="report" href="/{esc(link)}/{REPORT_FILE}">report</a>' if run.has_report
                   else '<span class="muted">no report</span>')
         anomalies = ", ".join(f"{esc(name)} {n}" for name, n in
                               sorted(run.anomaly_counts.items(), key=lambda kv: -_int(kv[1]))[:ANOMALIES_LISTED])
@@ -148,8 +149,8 @@ def folder_page(url_path: str, folder: Path) -> str:
         if child.is_file():
             size = f' <span class="muted">{_size(child.stat().st_size)}</span>'
         entries.append(f'<li><a href="{esc(quote(name))}">{esc(name)}</a>{size}</li>')
-    report = (f'<p><a class="report" href="{REPORT}"><b>the report</b></a></p>'
-              if (folder / REPORT).is_file() else "")
+    report = (f'<p><a class="report" href="{REPORT_FILE}"><b>the report</b></a></p>'
+              if (folder / REPORT_FILE).is_file() else "")
     body = (f'<p><a href="/">&larr; all runs</a></p><h1>{esc(url_path)}</h1>{report}'
             f'<ul id="entries">{"".join(entries)}</ul>')
     return page(url_path, body)

@@ -17,12 +17,13 @@ import orjson
 
 from checkers.check import PartitionReport
 from harness.errors import BadInput
-from harness.history import HISTORY_FILE, lines_at
+from harness.history import lines_at
 from harness.liveness import describe as describe_liveness, liveness
 from harness.loading import LoadedRun
+from harness.rundir.atomic import write_atomically
+from harness.rundir.names import HISTORY_FILE, RESULTS_FILE
 from harness.verdict import Verdict, verdict_word
 
-RESULTS_FILE = "results.json"
 EXAMPLES_PER_ANOMALY = 20
 OPS_PER_EXAMPLE = 12
 
@@ -77,10 +78,8 @@ def build_results(run: LoadedRun, reports: list[PartitionReport], verdict: Verdi
 def write_results(run_dir: Path, results: dict[str, Any]) -> Path:
     """Write results.json atomically (a reader never sees half a file)."""
     path = run_dir / RESULTS_FILE
-    partial = path.with_name(RESULTS_FILE + ".partial")
     try:
-        partial.write_bytes(to_json(results))
-        partial.replace(path)
+        write_atomically(path, to_json(results))
     except OSError as e:
         raise BadInput(f"cannot write {path}: {e.strerror or e}; make the run directory "
                        f"writable, or check with --no-write") from e

@@ -27,9 +27,9 @@ from typing import Any, Iterable
 
 from checkers.partition import ReplicaState
 from harness.errors import BadInput, Problems
-from harness.final_log import FINAL_FILE, iter_final
-from harness.history import HISTORY_FILE, NEMESIS, Op, iter_history
-from harness.loading import RUN_DIR_HELP
+from harness.final_log import iter_final
+from harness.history import NEMESIS, Op, iter_history
+from harness.rundir.names import FINAL_FILE, HISTORY_FILE, RUN_DIR_HELP
 from harness.report.bands import NemesisOp, pair_actions
 
 AROUND_S = 10.0

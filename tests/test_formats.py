@@ -31,7 +31,7 @@ from harness.errors import Problems
 from harness.final_log import KINDS, FinalReader
 from harness.history import CLIENT_FS, TYPES, HistoryReader
 from harness.loading import LINEAR_METHODS
-from harness.run.store import RUN_NAME
+from harness.rundir.store import RUN_NAME
 from nemesis.catalog import FAULT_CLASSES
 from nemesis.scenarios import Scenario
 from tests.synth.generate import GenConfig, generate

@@ -13,7 +13,7 @@ import orjson
 import pytest
 
 from harness.history import iter_history
-from harness.run.store import RUN_NAME
+from harness.rundir.store import RUN_NAME
 from tests.browser import Browser
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

@@ -100,11 +100,11 @@ def test_cleanup_of_one_cluster_leaves_the_others_running(tmp_path):
 WRITER = """
 import sys
 from pathlib import Path
-from harness.run.traffic import publish_lines
+from harness.rundir.final import add_final_lines
 lines = [b'{"kind":"read","topic":"fp","partition":0,"offset":%d,"value":"0-%d"}' % (i, i) for i in range(200_000)]
 print("ready", flush=True)
 for k in range(10_000):
-    publish_lines(Path(sys.argv[1]) / f"final{k}.jsonl", lines)
+    add_final_lines(Path(sys.argv[1]) / f"final{k}.jsonl", lines)
 """
 
 

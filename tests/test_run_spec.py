@@ -12,7 +12,7 @@ import pytest
 from harness.errors import BadInput
 from harness.run.progress import Progress, Status
 from harness.run.spec import build_spec, load_toml
-from harness.run.store import format_time, new_run_dir, run_logger, run_stamp, run_started, close_logger
+from harness.rundir.store import format_time, new_run_dir, run_logger, run_stamp, run_started, close_logger
 
 
 def test_defaults_are_the_main_job():

@@ -22,7 +22,7 @@ import orjson
 import pytest
 
 from harness.errors import BadInput
-from harness.serve import find_runs, make_server
+from harness.serve import make_server, run_entries
 
 pytestmark = pytest.mark.integration
 SECRET = "SECRET-CONTENT outside the results folder"
@@ -57,7 +57,7 @@ def results(tmp_path: Path) -> Path:
     _run(results, "kill-test", "20261121T090000-bbbbbb", valid=True)
     _run(results, "pause-test", "20261121T100000-cccccc", valid="unknown")
     _run(results, "pause-test", "20261121T110000-dddddd", report=False)  # not checked yet
-    # Names with their UTC offset (harness/run/store.py) sort among the older ones by
+    # Names with their UTC offset (harness/rundir/store.py) sort among the older ones by
     # the moment they name: 09:30 at +0100 is 08:30 UTC.
     _run(results, "kill-test", "20261121T093000+0100-eeeeee", valid=True)
     _run(results, "kill-test", "20261121T120000Z-ffffff", valid=True)
@@ -114,7 +114,7 @@ def test_runs_are_listed_newest_first_each_with_its_verdict(results, server, mon
     assert 'href="/kill-test/20261121T093000%2B0100-eeeeee/report.html"' in page
     assert "2026-11-21 12:00:00 UTC" in page and "2026-11-21 09:30:00 +01:00" in page
     assert "lost-write 2" in page and "1,234" in page and "not checked" in page
-    assert [run.checked for run in find_runs(results)] == [True, False, True, True, True, True]
+    assert [run.checked for run in run_entries(results)] == [True, False, True, True, True, True]
 
 
 def test_files_and_folders_under_the_results_folder_are_served(results, server):

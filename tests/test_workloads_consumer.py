@@ -21,7 +21,7 @@ from harness.history import HistoryWriter, Recorder
 from harness.scheduler import Lane, Scheduler, plan_processes
 from tests.lazyfs_support import needs_fuse
 from workloads.consumer import ConsumerOptions, ConsumerWorkload
-from harness.run.traffic import publish_lines
+from harness.rundir.final import add_final_lines
 from workloads.final_read import final_read_lines
 from workloads.producer import ProducerOptions, ProducerWorkload
 
@@ -55,7 +55,7 @@ def polled_since(lines: list[dict[str, Any]], nemesis_f: str) -> set[str]:
 
 def finish(cluster: Cluster, run_dir: Path, topic: str):
     reads = final_read_lines(cluster.bootstrap, topic, cluster.partitions(topic), 30, QUIET)
-    publish_lines(run_dir / "final.jsonl", [orjson.dumps(line) for line in reads])
+    add_final_lines(run_dir / "final.jsonl", [orjson.dumps(line) for line in reads])
     lines, problems = cluster.replica_log_lines(60)
     assert problems == []
     with open(run_dir / "final.jsonl", "ab") as out:

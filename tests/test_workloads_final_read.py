@@ -16,7 +16,7 @@ from confluent_kafka import Producer
 
 from clusters.cluster import Cluster, ClusterSpec
 from clusters.systems.base import TopicSpec
-from harness.run.traffic import publish_lines
+from harness.rundir.final import add_final_lines
 from workloads.final_read import final_read_lines
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -71,7 +71,7 @@ def test_the_lines_are_added_to_final_jsonl(cluster, written, tmp_path):
     final = tmp_path / "final.jsonl"
     final.write_bytes(b'{"kind":"replica-state","note":"already there"}\n')
     reads = final_read_lines(cluster.bootstrap, TOPIC, [2, 1], timeout_s=30, librdkafka=QUIET)
-    count = publish_lines(final, [orjson.dumps(line) for line in reads])
+    count = add_final_lines(final, [orjson.dumps(line) for line in reads])
     lines = [orjson.loads(raw) for raw in final.read_bytes().splitlines()]
     assert count == len(lines) - 1 == 5 + 2
     assert lines[0]["note"] == "already there"

@@ -24,7 +24,7 @@ from harness.history import HistoryWriter, Recorder
 from harness.scheduler import Lane, Scheduler, Snapshot, plan_processes
 from nemesis import heal_cluster, start_fault
 from workloads.consumer import ConsumerOptions, ConsumerWorkload
-from harness.run.traffic import publish_lines
+from harness.rundir.final import add_final_lines
 from workloads.final_read import final_read_lines
 from workloads.producer import ProducerOptions, ProducerWorkload
 
@@ -86,7 +86,7 @@ def drive(cluster: Cluster, run_dir: Path, topic: str, *, rate: float | None, se
 def finish(cluster: Cluster, run_dir: Path, topic: str) -> CheckOutcome:
     """Final read, the replica dumps of this topic, and the check."""
     reads = final_read_lines(cluster.bootstrap, topic, cluster.partitions(topic), 30, QUIET)
-    publish_lines(run_dir / "final.jsonl", [orjson.dumps(line) for line in reads])
+    add_final_lines(run_dir / "final.jsonl", [orjson.dumps(line) for line in reads])
     lines, problems = cluster.replica_log_lines(60)
     assert problems == []
     with open(run_dir / "final.jsonl", "ab") as out:

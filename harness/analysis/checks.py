@@ -9,16 +9,15 @@ to the driver.
 """
 from __future__ import annotations
 
-import json
 import pickle
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness.checking import check_partitions, compact
-from harness.compare.collect import configuration
 from harness.detection import first_detection_s, first_evidence_ns
 from harness.errors import BadInput
 from harness.loading import LoadedRun, load_run, verdict_stub
+from harness.rundir.record import configuration_of, read_record
 from harness.verdict import decide, verdict_word
 
 EXAMPLES_KEPT = 3  # anomalies kept in full per name in a report sent back to the driver
@@ -32,11 +31,7 @@ class RunConfig:
 
 
 def config_of(run_dir: Path) -> RunConfig:
-    try:
-        test = json.loads((run_dir / "test.json").read_text())
-    except (OSError, ValueError):
-        test = {}
-    return RunConfig(*configuration(test if isinstance(test, dict) else {}))
+    return RunConfig(*read_record(run_dir, strict=False).configuration.key)
 
 
 def check_run_rows(run_id: str, run_dir: Path) -> list[tuple[str, str, int, bytes, int | None]]:
@@ -52,7 +47,7 @@ def check_run_rows(run_id: str, run_dir: Path) -> list[tuple[str, str, int, byte
         return [(run_id, "", -1, pickle.dumps((str(e), config_of(run_dir))), None)]
     reports = check_partitions(run, jobs=1)
     header = replace(run, partitions={key: verdict_stub(ph) for key, ph in run.partitions.items()})
-    rows = [(run_id, "", -1, pickle.dumps((header, RunConfig(*configuration(run.test)))), None)]
+    rows = [(run_id, "", -1, pickle.dumps((header, RunConfig(*configuration_of(run.test).key))), None)]
     for ((topic, partition), ph), report in zip(run.partitions.items(), reports):
         rows.append((run_id, topic, partition, pickle.dumps(compact(report, EXAMPLES_KEPT)),
                      first_evidence_ns(ph, report.anomalies, run.invalid_anomalies)))

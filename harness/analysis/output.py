@@ -17,6 +17,7 @@ from harness.compare.formats import render
 from harness.compare.significance import Baseline, with_p_values
 from harness.compare.table import Row, rows
 from harness.detection import median_s
+from harness.rundir.atomic import write_atomically
 
 
 def configuration_rows(verdicts: list[RunVerdict], baseline: str | None = None) -> list[Row]:
@@ -36,14 +37,14 @@ def write_outputs(verdicts: list[RunVerdict], out: Path, title: str, baseline: s
     written = {"summary": out / "summary.csv", "junit": out / "junit.xml",
                "rates": out / "plots" / "rates.png", "detection": out / "plots" / "detection.png",
                "report": out / "report.html"}
-    written["summary"].write_text(_summary_csv(verdicts, table))
+    write_atomically(written["summary"], _summary_csv(verdicts, table))
     write_junit(written["junit"], title, [{"run_id": v.run_id, "verdict": v.verdict, "seconds": 0.0,
                                           "anomaly_counts": v.anomaly_counts, "run_dir": v.run_dir,
                                           "expected": (expected or {}).get(v.run_id),
                                           "error": "; ".join(v.reasons) or None} for v in verdicts])
     plot_rates(table, written["rates"])
     _plot_detection(verdicts, table, written["detection"])
-    written["report"].write_text(_report_html(title, verdicts, table))
+    write_atomically(written["report"], _report_html(title, verdicts, table))
     return written
 
 

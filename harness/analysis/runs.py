@@ -7,9 +7,11 @@ from pathlib import Path
 
 from harness.campaign.outcomes import is_campaign, read_outcomes, run_dir_of
 from harness.errors import BadInput
+from harness.rundir.find import run_dirs
+from harness.rundir.names import HISTORY_FILE
 
 
-def find_runs(paths: list[Path]) -> list[tuple[str, Path]]:
+def analyzed_runs(paths: list[Path]) -> list[tuple[str, Path]]:
     found: list[tuple[str, Path]] = []
     for path in paths:
         if not path.is_dir():
@@ -20,15 +22,11 @@ def find_runs(paths: list[Path]) -> list[tuple[str, Path]]:
                 run_dir = run_dir_of(outcome_file, outcome)
                 if run_dir is not None:
                     found.append((outcome_file.parent.name, run_dir))
-        elif (path / "history.jsonl").is_file():
-            found.append((path.name, path))
         else:
-            for history in sorted(path.rglob("history.jsonl")):
-                relative = history.parent.relative_to(path)
-                if "latest" not in relative.parts:
-                    found.append((str(relative), history.parent))
+            for run_dir in run_dirs(path, with_history=True):
+                found.append((run_dir.name if run_dir == path else str(run_dir.relative_to(path)), run_dir))
         if len(found) == before:
-            raise BadInput(f"{path} holds no run with a history.jsonl")
+            raise BadInput(f"{path} holds no run with a {HISTORY_FILE}")
     ids = [run_id for run_id, _ in found]
     if len(set(ids)) != len(ids):
         found = [(f"{i:04d}-{run_id}", d) for i, (run_id, d) in enumerate(found, start=1)]

@@ -11,11 +11,11 @@ Exit: the run's exit code; 255 when it crashed (the traceback on stderr, no RESU
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
 from harness.errors import EXIT_BAD_INPUT, EXIT_CRASH, BadInput
+from harness.rundir.atomic import write_atomically
 
 SPEC_ONLY = ("notes", "versions", "protocol")  # what test.json holds beyond the settings
 
@@ -36,9 +36,7 @@ def main(argv: list[str]) -> int:
         print(f"fencepost campaign: {spec_file}: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     result = run_planned(spec, Path(spec.results), Progress(sys.stderr, live=False))
-    tmp = result_file.with_name(f".{result_file.name}.{os.getpid()}")
-    tmp.write_text(json.dumps(result, indent=1) + "\n")
-    os.replace(tmp, result_file)
+    write_atomically(result_file, json.dumps(result, indent=1) + "\n")
     return int(result["exit_code"])
 
 

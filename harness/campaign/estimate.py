@@ -20,6 +20,7 @@ from pathlib import Path
 
 from harness.campaign.plan import PlannedRun
 from harness.run.spec import is_kafka
+from harness.rundir.names import CAMPAIGN_RUNS_DIR, CAMPAIGNS_DIR, OUTCOME_FILE
 
 # Measured on a 2-core machine (docs/CAMPAIGNS.md): a run's seconds beyond its time limit.
 MODELLED_OVERHEAD_S = {"own": 6.0, "kafka": 45.0}
@@ -41,7 +42,7 @@ def earlier_overheads(results: Path, parallel: int) -> dict[tuple[str, str, str]
     this parallel level when there are any for the configuration)."""
     same: dict[tuple[str, str, str], list[float]] = {}
     other: dict[tuple[str, str, str], list[float]] = {}
-    for path in results.glob("campaigns/*/*/runs/*/outcome.json"):
+    for path in results.glob(f"{CAMPAIGNS_DIR}/*/*/{CAMPAIGN_RUNS_DIR}/*/{OUTCOME_FILE}"):
         if path.parent.parent.parent.is_symlink() or path.parent.parent.parent.parent.is_symlink():
             continue
         try:

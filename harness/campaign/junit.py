@@ -12,10 +12,11 @@ Outcomes written before expectations existed are judged as expecting `valid`. Wr
 atomically after every run, so a CI sees a partial campaign too."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Mapping, Sequence
 from xml.etree import ElementTree as ET
+
+from harness.rundir.atomic import write_atomically
 
 JUNIT_FILE = "junit.xml"
 
@@ -43,6 +44,4 @@ def write_junit(path: Path, campaign: str, outcomes: Sequence[Mapping]) -> None:
             ET.SubElement(case, "skipped", message=f"unknown: {o.get('error') or found or 'no verdict'}")
         elif o["verdict"] == "invalid":
             ET.SubElement(case, "system-out").text = f"{why}: {found}; {detail}"
-    tmp = path.with_name(f".{path.name}.{os.getpid()}")
-    ET.ElementTree(suite).write(tmp, encoding="utf-8", xml_declaration=True)
-    os.replace(tmp, path)
+    write_atomically(path, ET.tostring(suite, encoding="utf-8", xml_declaration=True))

@@ -12,32 +12,31 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import BadInput
-
-PLAN_FILE = "campaign.json"
-OUTCOME_FILE = "outcome.json"
+from harness.rundir.find import has_history, is_campaign_dir
+from harness.rundir.names import CAMPAIGN_FILE, CAMPAIGN_RUNS_DIR, OUTCOME_FILE
 
 
 def is_campaign(path: Path) -> bool:
-    return (path / PLAN_FILE).is_file()
+    return is_campaign_dir(path)
 
 
 def read_plan(directory: Path) -> dict[str, Any]:
     try:
-        plan = json.loads((directory / PLAN_FILE).read_text())
+        plan = json.loads((directory / CAMPAIGN_FILE).read_text())
     except FileNotFoundError:
-        raise BadInput(f"{directory}: not a campaign directory (no {PLAN_FILE}); give "
+        raise BadInput(f"{directory}: not a campaign directory (no {CAMPAIGN_FILE}); give "
                        "RESULTS/campaigns/NAME/<time>-<hex>, e.g. results/campaigns/ci/latest") from None
     except (OSError, ValueError) as e:
-        raise BadInput(f"{directory / PLAN_FILE}: cannot read it as JSON ({e})") from None
+        raise BadInput(f"{directory / CAMPAIGN_FILE}: cannot read it as JSON ({e})") from None
     if not isinstance(plan, dict) or not isinstance(plan.get("runs"), list):
-        raise BadInput(f"{directory / PLAN_FILE}: not a campaign plan (no list of runs)")
+        raise BadInput(f"{directory / CAMPAIGN_FILE}: not a campaign plan (no list of runs)")
     return plan
 
 
 def read_outcomes(directory: Path) -> list[tuple[Path, dict[str, Any]]]:
     """(outcome file, outcome) of every finished run, in run order."""
     found = []
-    for path in sorted(directory.glob(f"runs/*/{OUTCOME_FILE}")):
+    for path in sorted(directory.glob(f"{CAMPAIGN_RUNS_DIR}/*/{OUTCOME_FILE}")):
         try:
             outcome = json.loads(path.read_text())
         except (OSError, ValueError) as e:
@@ -54,6 +53,6 @@ def run_dir_of(outcome_file: Path, outcome: dict[str, Any]) -> Path | None:
     campaign = outcome_file.parent.parent.parent
     for candidate in (campaign / outcome["run_path"] if outcome.get("run_path") else None,
                       Path(outcome["run_dir"]) if outcome.get("run_dir") else None):
-        if candidate is not None and (candidate / "history.jsonl").is_file():
+        if candidate is not None and has_history(candidate):
             return candidate
     return None

@@ -15,8 +15,9 @@ from harness.campaign.summary import CampaignSummary, RunLine, summarize, to_jso
 from harness.campaign.summary_formats import headline, legend, to_csv
 from harness.compare.formats import p_cell, runs_cell, seconds
 from harness.report.page import esc, href, page
+from harness.rundir.atomic import write_atomically
+from harness.rundir.names import REPORT_FILE
 
-REPORT_FILE = "report.html"
 SUMMARY_JSON = "summary.json"
 SUMMARY_CSV = "summary.csv"
 RATES_PNG = "rates.png"
@@ -125,13 +126,11 @@ def _links(run: RunLine, out: Path) -> str:
     if run.run_dir is None:
         return '<span class="muted">no run directory</span>'
     folder = os.path.relpath(run.run_dir, out)
-    report = run.run_dir / "report.html"
+    report = run.run_dir / REPORT_FILE
     first = (f'<a class="report" href="{href(folder + "/report.html")}">report</a>' if report.is_file()
              else '<span class="muted">no report</span>')
     return f'{first} &middot; <a href="{href(folder + "/")}">files</a>'
 
 
 def _atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    write_atomically(path, text)

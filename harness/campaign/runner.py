@@ -42,11 +42,10 @@ from harness.campaign.slots import first_subnet, for_slot
 from harness.errors import EXIT_CRASH, EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, BadInput
 from harness.interrupts import sigterm_as_interrupt
 from harness.run.spec import TestSpec
-from harness.run.store import LATEST, new_run_dir
+from harness.rundir.names import CAMPAIGN_FILE, CAMPAIGN_RUNS_DIR, CAMPAIGNS_DIR, LATEST, OUTCOME_FILE
+from harness.rundir.store import new_run_dir
+from harness.rundir.atomic import write_atomically
 
-CAMPAIGNS = "campaigns"
-PLAN_FILE = "campaign.json"
-OUTCOME_FILE = "outcome.json"
 CONSOLE_FILE = "console.log"
 HEARTBEAT_S = 30.0
 POLL_S = 0.2
@@ -68,11 +67,11 @@ class Options:
 def campaign_dir(results: Path, campaign: Campaign, resume: bool) -> Path:
     """A fresh campaign directory, or with `resume` the latest one of this campaign (checked
     to hold the same planned runs and shard)."""
-    home = results / CAMPAIGNS / campaign.name
+    home = results / CAMPAIGNS_DIR / campaign.name
     shard = None if campaign.shard is None else str(campaign.shard)
     if not resume:
-        directory = new_run_dir(results / CAMPAIGNS, campaign.name)
-        _write_json(directory / PLAN_FILE, {"name": campaign.name, "source": str(campaign.source),
+        directory = new_run_dir(results / CAMPAIGNS_DIR, campaign.name)
+        _write_json(directory / CAMPAIGN_FILE, {"name": campaign.name, "source": str(campaign.source),
                                             "runs": [r.run_id for r in campaign.runs], "shard": shard,
                                             "share": [r.run_id for r in campaign.share],
                                             "baseline": campaign.baseline})
@@ -82,7 +81,7 @@ def campaign_dir(results: Path, campaign: Campaign, resume: bool) -> Path:
         raise BadInput(f"--resume: campaign {campaign.name} has no directory under {home} yet; "
                        "start it without --resume")
     directory = latest.resolve()
-    plan = json.loads((directory / PLAN_FILE).read_text())
+    plan = json.loads((directory / CAMPAIGN_FILE).read_text())
     if plan["runs"] != [r.run_id for r in campaign.runs]:
         raise BadInput(f"--resume: {directory} was planned with other runs than {campaign.source} now "
                        "gives (the matrix or base changed); start a new campaign without --resume")
@@ -100,7 +99,7 @@ def run_campaign(campaign: Campaign, directory: Path, run_one: RunOne | None = N
     state = _State(campaign, directory, out, options, after_run)
     todo = []
     for run in campaign.share:
-        done = directory / "runs" / run.run_id / OUTCOME_FILE
+        done = directory / CAMPAIGN_RUNS_DIR / run.run_id / OUTCOME_FILE
         if done.is_file():
             state.outcomes.append(json.loads(done.read_text()))
         else:
@@ -140,7 +139,7 @@ class _State:
         print(f"campaign {self.campaign.name}: {text}", file=self.out, flush=True)
 
     def where(self, run: PlannedRun) -> Path:
-        where = self.directory / "runs" / run.run_id
+        where = self.directory / CAMPAIGN_RUNS_DIR / run.run_id
         where.mkdir(parents=True, exist_ok=True)
         return where
 
@@ -347,6 +346,4 @@ def tally(outcomes: list[dict[str, Any]]) -> str:
 
 
 def _write_json(path: Path, data: Any) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}")
-    tmp.write_text(json.dumps(data, indent=1) + "\n")
-    os.replace(tmp, path)
+    write_atomically(path, json.dumps(data, indent=1) + "\n")

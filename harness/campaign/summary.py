@@ -24,6 +24,7 @@ from typing import Any
 from harness.campaign.expect import Expectation
 from harness.campaign.outcomes import read_outcomes, read_plan, run_dir_of
 from harness.compare.formats import as_dict
+from harness.rundir.names import REPORT_FILE
 from harness.compare.order import label
 from harness.compare.table import Row
 from harness.errors import EXIT_CRASH, EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, BadInput
@@ -143,7 +144,7 @@ def to_json(summary: CampaignSummary, out: Path) -> dict[str, Any]:
     import os
 
     def link(run: RunLine) -> str | None:
-        return None if run.run_dir is None else os.path.relpath(run.run_dir / "report.html", out)
+        return None if run.run_dir is None else os.path.relpath(run.run_dir / REPORT_FILE, out)
 
     return {
         "campaign": summary.name, "directories": [str(d) for d in summary.directories],

@@ -29,12 +29,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.analysis.runs import find_expectations, find_runs
+    from harness.analysis.runs import analyzed_runs, find_expectations
     from harness.campaign.outcomes import is_campaign, read_plan
     from harness.errors import BadInput
 
     confs = spark_settings(args.conf)
-    runs = find_runs(args.paths)
+    runs = analyzed_runs(args.paths)
     baseline = args.baseline or next((read_plan(p).get("baseline") for p in args.paths
                                       if p.is_dir() and is_campaign(p) and read_plan(p).get("baseline")), None)
     out = args.out or (args.paths[0] / "analysis")

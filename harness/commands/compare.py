@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from harness.compare.formats import FORMATS
+from harness.rundir.atomic import write_atomically
 
 NAME = "compare"
 HELP = "compare runs or campaigns per protocol version and fault: table, p-values, CSV and plot"
@@ -59,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         for faults in groups_without(table, baseline):
             print(f"no {baseline} runs under faults {faults}: no p-values there", file=aside)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "compare.csv").write_text(to_csv(table))
+    write_atomically(args.out / "compare.csv", to_csv(table))
     plot = plot_rates(table, args.out / "compare.png")
     print(f"table: {args.out / 'compare.csv'}; plot: {plot}", file=aside)
     return 0

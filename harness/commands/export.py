@@ -25,8 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from harness.edn import export_edn
-    from harness.loading import RUN_DIR_HELP
-    from harness.history import HISTORY_FILE
+    from harness.rundir.names import HISTORY_FILE, RUN_DIR_HELP
 
     if not args.edn:
         raise BadInput("choose an export format: --edn (the only one so far)")

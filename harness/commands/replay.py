@@ -40,6 +40,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.index.page import refresh_index
     from harness.replay.rerun import invalidating, recorded_test, rerun_spec
     from harness.replay.script import flatten, recorded_script
+    from harness.rundir.names import RESULTS_FILE
     from harness.run.progress import Progress
     from harness.run.runner import RunError, run_test, verdict_text
     from harness.run.spec_toml import value_toml
@@ -51,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
         for entry in script:
             print(f"[[nemesis.script]]\nat = {value_toml(entry.at)}\naction = {value_toml(entry.action)}\n")
         return 0
-    before = invalidating(args.run_dir) if (args.run_dir / "results.json").is_file() else {}
+    before = invalidating(args.run_dir) if (args.run_dir / RESULTS_FILE).is_file() else {}
     spec = rerun_spec(test, script, overrides(args, test))
     print(f"replay of {args.run_dir}: {len(script)} nemesis action(s) as a script"
           + ("" if script else " (the run recorded none: it runs again as it was)"), file=sys.stderr)

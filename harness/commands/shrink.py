@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from harness.commands.arguments import positive
+from harness.rundir.atomic import write_atomically
 
 NAME = "shrink"
 HELP = "reduce a failing run's faults to the smallest script that still yields its anomaly; writes a runnable TOML"
@@ -95,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
                f"from {start.actions} action(s) and {start.time_limit:g} s; {shrinker.runs} runs spent.\n"
                f"run it: fencepost run --config {out}")
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(spec_toml(spec, comment))
+    write_atomically(out, spec_toml(spec, comment))
     _log(home, args, kind, start, best, shrinker)
     refresh_index(args.results)
     print(f"from {start.actions} action(s) in {start.time_limit:g} s to {best.actions} in {best.time_limit:g} s "
@@ -116,4 +117,4 @@ def _log(home: Path, args: argparse.Namespace, kind: str, start, best, shrinker)
               "runs": [{"script": [e.to_json() for e in t.candidate.script()], "time_limit": t.candidate.time_limit,
                         "seed": t.seed, "reproduced": t.reproduced, "found": t.found, "run_dir": t.run_dir}
                        for t in shrinker.history]}
-    (home / "shrink.json").write_text(json.dumps(record, indent=1) + "\n")
+    write_atomically(home / "shrink.json", json.dumps(record, indent=1) + "\n")

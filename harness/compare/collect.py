@@ -9,15 +9,14 @@ examples of each: an invalid run is checked in memory for it (results.json's ver
 and counts stand; the figure is None if that check does not find the run invalid)."""
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
 from harness.errors import BadInput
-
-NO_FAULTS = "none"
-NOT_A_VARIANT = ("kafka_home", "libs", "scala", "version")
+from harness.rundir.find import has_history, is_campaign_dir, run_dirs
+from harness.rundir.names import CAMPAIGN_RUNS_DIR, OUTCOME_FILE
+from harness.rundir.record import configuration_of, read_object, read_record
 
 
 @dataclass(frozen=True)
@@ -52,27 +51,20 @@ def collect(paths: list[Path]) -> list[RunResult]:
 
 
 def _runs_under(path: Path) -> Iterator[RunResult]:
-    if (path / "history.jsonl").is_file():
-        yield _run(path)
-        return
-    if (path / "campaign.json").is_file():
-        for outcome_file in sorted(path.glob("runs/*/outcome.json")):
+    """The runs with a history at or under `path` (harness/rundir/find.py); a campaign
+    directory's from its outcomes, so that its crashed runs count too."""
+    if is_campaign_dir(path) and not has_history(path):
+        for outcome_file in sorted(path.glob(f"{CAMPAIGN_RUNS_DIR}/*/{OUTCOME_FILE}")):
             yield from _from_outcome(outcome_file)
         return
-    seen: set[Path] = set()
-    for history in sorted(path.rglob("history.jsonl")):
-        run_dir = history.parent
-        real = run_dir.resolve()
-        if real in seen or "latest" in run_dir.relative_to(path).parts:
-            continue
-        seen.add(real)
+    for run_dir in run_dirs(path, with_history=True):
         yield _run(run_dir)
 
 
 def _from_outcome(outcome_file: Path) -> Iterator[RunResult]:
     from harness.campaign.outcomes import run_dir_of
 
-    outcome = json.loads(outcome_file.read_text())
+    outcome = read_object(outcome_file)
     run_dir = run_dir_of(outcome_file, outcome)
     if run_dir is not None:
         yield _run(run_dir)
@@ -81,22 +73,9 @@ def _from_outcome(outcome_file: Path) -> Iterator[RunResult]:
 
 
 def configuration(test: dict) -> tuple[str, str, str]:
-    """(system, truncation, faults) of a run from its test.json (the run spec's defaults
-    where it says nothing: own, kip320, none). Runs given system options (`system_options`:
-    mode, elr, broker_config, ...) are another configuration of their system: its name
-    carries them, `kafka:4.1.1[elr=false]`."""
-    return (str(test.get("system") or "own") + variant(test.get("system_options")),
-            str(test.get("truncation") or "kip320"), str((test.get("nemesis") or {}).get("faults") or NO_FAULTS))
-
-
-def variant(options: object) -> str:
-    """`[k=v,...]` of the system options that change what runs (sorted; values as JSON, strings
-    bare); "" for none. Where the jars came from (kafka_home, libs) is not a variant."""
-    if not isinstance(options, dict):
-        return ""
-    shown = [f"{k}={v if isinstance(v, str) else json.dumps(v, sort_keys=True, separators=(',', ':'))}"
-             for k, v in sorted(options.items()) if k not in NOT_A_VARIANT]
-    return f"[{','.join(shown)}]" if shown else ""
+    """(system with its variant, truncation, faults) of a run from its test.json
+    (harness/rundir/record.py)."""
+    return configuration_of(test).key
 
 
 def result_of(run_dir: Path) -> RunResult:
@@ -113,8 +92,8 @@ def crashed_result(where: Path, config: dict) -> RunResult:
 def _run(run_dir: Path) -> RunResult:
     from harness.compare.checked import check_in_memory
 
-    test = _json(run_dir / "test.json")
-    results = _json(run_dir / "results.json")
+    record = read_record(run_dir)
+    results = record.results
     checked = None
     if not results:
         checked = check_in_memory(run_dir)
@@ -125,7 +104,7 @@ def _run(run_dir: Path) -> RunResult:
             checked = check_in_memory(run_dir)
     verdict = "valid" if valid is True else "invalid" if valid is False else "unknown"
     live, kinds = liveness_of(section)
-    return RunResult(run_dir, *configuration(test), verdict, {k: int(v) for k, v in counts.items()},
+    return RunResult(run_dir, *record.configuration.key, verdict, {k: int(v) for k, v in counts.items()},
                      None if checked is None else checked.first_detection_s, live, kinds)
 
 
@@ -142,13 +121,3 @@ def liveness_of(section: object) -> tuple[str | None, dict[str, int]]:
     if verdict not in ("ok", "failed", "unknown"):
         verdict = "failed" if kinds else "ok"
     return verdict, kinds
-
-
-def _json(path: Path) -> dict:
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        return {}
-    except (OSError, ValueError) as e:
-        raise BadInput(f"{path}: cannot read it as JSON ({e})") from None
-    return data if isinstance(data, dict) else {}

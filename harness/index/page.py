@@ -14,15 +14,15 @@ Rules:
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import asdict
 from pathlib import Path
 
-from harness.index.tree import CampaignInfo, RunInfo, scan
 from urllib.parse import quote
 
+from harness.index.tree import CampaignInfo, RunInfo, scan
 from harness.report.page import esc, href, page
-from harness.run.store import format_time
+from harness.rundir.atomic import write_atomically
+from harness.rundir.store import format_time
 
 INDEX_FILE = "index.html"
 FILTERS = ("system", "release", "truncation", "faults", "verdict", "campaign")
@@ -102,9 +102,7 @@ def write_index(results: Path) -> Path:
     """Scan `results` and write RESULTS/index.html; its path."""
     runs, campaigns = scan(results)
     path = results / INDEX_FILE
-    tmp = path.with_name(f".{INDEX_FILE}.{os.getpid()}")
-    tmp.write_text(index_html(results, runs, campaigns))
-    os.replace(tmp, path)
+    write_atomically(path, index_html(results, runs, campaigns))
     return path
 
 

@@ -13,27 +13,22 @@ Rules:
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from harness.campaign.child import SPEC_ONLY
 from harness.errors import BadInput
+from harness.rundir.names import RESULTS_FILE, TEST_FILE
+from harness.rundir.record import read_object, read_record
 from harness.replay.script import Entry
 from harness.run.spec import TestSpec, build_spec
 
 
 def recorded_test(run_dir: Path) -> dict[str, Any]:
-    path = run_dir / "test.json"
-    try:
-        test = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise BadInput(f"{run_dir}: no test.json: give a run directory written by `fencepost run` "
-                       "(e.g. results/latest, or a campaign's runs/<id>/run/<time>-<hex>)") from None
-    except (OSError, ValueError) as e:
-        raise BadInput(f"{path}: cannot read it as JSON ({e})") from None
-    if not isinstance(test, dict):
-        raise BadInput(f"{path}: not a test spec (a JSON object)")
+    if not (run_dir / TEST_FILE).is_file():
+        raise BadInput(f"{run_dir}: no {TEST_FILE}: give a run directory written by `fencepost run` "
+                       "(e.g. results/latest, or a campaign's runs/<id>/run/<time>-<hex>)")
+    test = read_object(run_dir / TEST_FILE)
     return {k: v for k, v in test.items() if k not in SPEC_ONLY}
 
 
@@ -51,11 +46,6 @@ def rerun_spec(test: Mapping[str, Any], script: Sequence[Entry], overrides: Mapp
 
 def invalidating(run_dir: Path) -> dict[str, int]:
     """Anomaly -> count of those that made the run invalid (results.json); {} for a valid run."""
-    try:
-        results = json.loads((run_dir / "results.json").read_text())
-    except FileNotFoundError:
-        raise BadInput(f"{run_dir}: no results.json: check the run first (`fencepost check {run_dir}`)") from None
-    except (OSError, ValueError) as e:
-        raise BadInput(f"{run_dir / 'results.json'}: cannot read it as JSON ({e})") from None
-    invalid = set(results.get("invalid_anomalies") or ())
-    return {k: int(v) for k, v in (results.get("anomaly_counts") or {}).items() if v and k in invalid}
+    if not (run_dir / RESULTS_FILE).is_file():
+        raise BadInput(f"{run_dir}: no {RESULTS_FILE}: check the run first (`fencepost check {run_dir}`)")
+    return read_record(run_dir).invalidating

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from harness.errors import BadInput, Problems
-from harness.history import HISTORY_FILE, NEMESIS, iter_history
+from harness.history import NEMESIS, iter_history
+from harness.rundir.names import HISTORY_FILE
 from nemesis.spec import FAULT_KINDS
 
 START_FS = {"start-partition": "partition", "pause": "pause", "kill": "kill", "power-cut": "power-cut"}

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.report.page import REPORT_FILE
+from harness.rundir.names import REPORT_FILE
 
 
 def write_report(run_dir: Path | str) -> Path:

@@ -19,12 +19,13 @@ from harness.report.history_viewer import write_history_page
 from harness.report.html import render_report
 from harness.report.inputs import linked_indices, load_inputs, trace_targets
 from harness.report.lag import RealtimeLag
-from harness.report.page import REPORT_FILE
 from harness.report.plots import PLOTS_DIR, write_plots
 from harness.report.scan import scan_history
 from harness.report.timeline import plot_timeline
 from harness.report.timeline_page import write_timeline_page
 from harness.report.trace_page import trace_href, write_trace_page
+from harness.rundir.atomic import write_atomically
+from harness.rundir.names import REPORT_FILE
 from harness.trace import TraceCollector
 
 
@@ -56,9 +57,7 @@ def write_report(run_dir: Path | str) -> Path:
         write_history_page(run_dir, blobs)
         write_timeline_page(run_dir, blobs, bands)
         path = run_dir / REPORT_FILE
-        partial = path.with_name(REPORT_FILE + ".partial")
-        partial.write_text(render_report(inputs, scan, bands, plots, lag, traces), encoding="utf-8")
-        partial.replace(path)
+        write_atomically(path, render_report(inputs, scan, bands, plots, lag, traces))
     except OSError as e:
         raise BadInput(f"cannot write the report into {run_dir}: {e.strerror or e} "
                        f"({getattr(e, 'filename', '')}); make the run directory writable") from e

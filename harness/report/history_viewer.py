@@ -22,6 +22,7 @@ from pathlib import Path
 
 from harness.report.history_data import DECODE_JS, HistoryBlobs
 from harness.report.page import esc, page
+from harness.rundir.atomic import write_atomically
 
 HISTORY_PAGE = "history.html"
 ROW_PX = 22
@@ -392,7 +393,5 @@ def write_history_page(run_dir: Path, blobs: HistoryBlobs) -> Path:
         what += "."
     body = _BODY.format(run=esc(run_dir.name), what=what, data=blobs.script_tags())
     path = run_dir / HISTORY_PAGE
-    partial = path.with_name(HISTORY_PAGE + ".partial")
-    partial.write_text(page(f"history {run_dir.name}", body, _STYLE, _SCRIPT), encoding="utf-8")
-    partial.replace(path)
+    write_atomically(path, page(f"history {run_dir.name}", body, _STYLE, _SCRIPT))
     return path

@@ -26,7 +26,7 @@ from harness.report.page import IMAGE_CHECK_SCRIPT, esc, href, page, verdict_bad
 from harness.report.plots import PlotFile
 from harness.report.scan import NO_TIME, ScannedHistory
 from harness.report.timeline_page import TIMELINE_PAGE
-from harness.run.store import format_time, run_started
+from harness.rundir.store import format_time, run_started
 from harness.summary import one_line, op_indices
 from harness.trace import Target
 from harness.verdict import verdict_word

@@ -13,14 +13,11 @@ from typing import Any
 
 import orjson
 
+from harness.rundir.names import NODES_DIR, RESULTS_FILE, RUN_FILES, TEST_FILE
 from harness.summary import op_indices
 from harness.trace import Target
 
-TEST_FILE = "test.json"
-RESULTS_FILE = "results.json"
-NODES_DIR = "nodes"
 MAX_NODE_FILES = 300
-RUN_FILES = ("history.jsonl", "final.jsonl", "results.json", "test.json", "fencepost.log")
 
 
 @dataclass(slots=True)

@@ -11,7 +11,6 @@ from urllib.parse import quote
 
 from harness.verdict import verdict_word
 
-REPORT_FILE = "report.html"  # in the run directory
 VERDICT_COLOURS = {"valid": "#2E7D32", "invalid": "#C62828", "unknown": "#E65100"}
 
 STYLE = """

@@ -20,7 +20,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from harness.errors import Problems
-from harness.history import HISTORY_FILE, NEMESIS, Op, iter_history
+from harness.history import NEMESIS, Op, iter_history
+from harness.rundir.names import HISTORY_FILE
 from harness.report.bands import NemesisOp
 
 TYPE_NAMES = ("ok", "fail", "info")  # completion types, by their code in ScannedHistory.type

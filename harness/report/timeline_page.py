@@ -21,6 +21,7 @@ from harness.report.bands import SCENARIO, Band
 from harness.report.colours import TYPE_COLOURS, fault_colour
 from harness.report.history_data import DECODE_JS, HistoryBlobs
 from harness.report.page import esc, page
+from harness.rundir.atomic import write_atomically
 
 TIMELINE_PAGE = "timeline.html"
 TEXT_LIMIT = 8 << 20
@@ -287,9 +288,7 @@ def write_timeline_page(run_dir: Path, blobs: HistoryBlobs, bands: list[Band]) -
                                                       "nemesis": NEMESIS_COLOUR}),
                         data=blobs.script_tags(with_text=with_text))
     path = run_dir / TIMELINE_PAGE
-    partial = path.with_name(TIMELINE_PAGE + ".partial")
-    partial.write_text(page(f"timeline {run_dir.name}", body, _STYLE, _SCRIPT), encoding="utf-8")
-    partial.replace(path)
+    write_atomically(path, page(f"timeline {run_dir.name}", body, _STYLE, _SCRIPT))
     return path
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.report.page import esc, page
+from harness.rundir.atomic import write_atomically
 from harness.trace import Trace
 
 TRACE_DIR = "trace"
@@ -90,5 +91,5 @@ def write_trace_page(run_dir: Path | str, trace: Trace) -> Path:
     run_dir = Path(run_dir)
     path = run_dir / trace_href(trace)
     path.parent.mkdir(exist_ok=True)
-    path.write_text(render_trace(trace, run_dir.name), encoding="utf-8")
+    write_atomically(path, render_trace(trace, run_dir.name))
     return path

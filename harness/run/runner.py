@@ -32,13 +32,13 @@ from harness.interrupts import sigterm_as_interrupt
 from harness.provenance import versions
 from harness.run.progress import Progress, Status
 from harness.run.spec import TestSpec
-from harness.run.store import LOG_FILE, close_logger, new_run_dir, run_logger, write_atomically
+from harness.rundir.atomic import write_atomically
+from harness.rundir.final import add_final_lines
+from harness.rundir.names import FINAL_FILE, HISTORY_FILE, LOG_FILE, NODES_DIR, TEST_FILE
+from harness.rundir.store import close_logger, new_run_dir, run_logger
 from harness.run.traffic import Traffic, start_traffic, write_final_reads
 from harness.verdict import verdict_word
 
-HISTORY = "history.jsonl"
-FINAL = "final.jsonl"
-TEST = "test.json"
 MAIN_GRACE_S = 30.0  # the nemesis may finish the action in progress after the time limit
 HALTING_STOP_S = 2.0  # a broker that logged it is halting: SIGTERM, then SIGKILL after this
 
@@ -82,10 +82,10 @@ def _run_test(spec: TestSpec, progress: Progress) -> RunOutcome:
                        "give a folder you can write") from None
     log = run_logger(run_dir)
     outcome = RunOutcome(run_dir, None, None)
-    (run_dir / TEST).write_bytes(orjson.dumps(spec.to_json(), option=orjson.OPT_INDENT_2))
+    write_atomically(run_dir / TEST_FILE, orjson.dumps(spec.to_json(), option=orjson.OPT_INDENT_2))
     log.info("run %s: %s", run_dir, orjson.dumps(spec.to_json()).decode())
     try:
-        with HistoryWriter(run_dir / HISTORY) as writer:
+        with HistoryWriter(run_dir / HISTORY_FILE) as writer:
             recorder = Recorder(writer)
             cluster = _setup(spec, run_dir, progress, log)
             _record_provenance(spec, cluster, run_dir, log)
@@ -154,7 +154,7 @@ def _record_provenance(spec: TestSpec, cluster: Cluster, run_dir: Path, log: log
         observed = {"observed": f"not asked: {e}"}
     test = {**spec.to_json(), "versions": {**versions(), **cluster.system.provenance(), **observed},
             "protocol": cluster.system.protocol_description()}
-    write_atomically(run_dir / TEST, orjson.dumps(test, option=orjson.OPT_INDENT_2))
+    write_atomically(run_dir / TEST_FILE, orjson.dumps(test, option=orjson.OPT_INDENT_2))
     log.info("versions: %s; protocol: %s", test["versions"], test["protocol"])
 
 
@@ -241,7 +241,7 @@ def _main_heal_and_final_reads(spec: TestSpec, cluster: Cluster, recorder: Recor
     offline = cluster.offline(spec.topic.name, partitions, spec.topic.unclean_leader_election)
     for why in offline.values():
         log.warning("final reads: not asked for: %s", why)
-    reads = write_final_reads(spec, cluster.bootstrap, partitions, run_dir / FINAL, offline)
+    reads = write_final_reads(spec, cluster.bootstrap, partitions, run_dir / FINAL_FILE, offline)
     log.info("final reads: %d lines in %.1f s", reads, time.monotonic() - began)
     with ThreadPoolExecutor(max_workers=len(cluster.broker_nodes) or 1) as pool:  # side by side: each takes seconds
         for problem in pool.map(lambda node: _stop_broker(cluster, node, spec.timeouts.teardown, log),
@@ -252,9 +252,7 @@ def _main_heal_and_final_reads(spec: TestSpec, cluster: Cluster, recorder: Recor
     lines, problems = cluster.replica_log_lines(spec.timeouts.final_read)
     log.info("replica logs read in %.1f s", time.monotonic() - began)
     outcome.problems += [f"replica dump of {p}" for p in problems]
-    with open(run_dir / FINAL, "ab") as out:
-        for line in lines:
-            out.write(line + b"\n")
+    add_final_lines(run_dir / FINAL_FILE, lines)
     log.info("final.jsonl: %d final-read lines, %d replica lines", reads, len(lines))
 
 
@@ -298,7 +296,7 @@ def _status(traffic: Traffic, nemesis: Any, since: float, limit: float) -> Statu
 def _teardown(cluster: Cluster, run_dir: Path, progress: Progress, log: logging.Logger,
               outcome: RunOutcome | None) -> None:
     progress.phase("teardown")
-    cluster.collect_logs(run_dir / "nodes")
+    cluster.collect_logs(run_dir / NODES_DIR)
     try:
         cluster.down()
     except HostError as e:

@@ -253,8 +253,13 @@ def _defaults_filled(spec: TestSpec, faults_given: bool) -> TestSpec:
     if not spec.clients.producer:
         chosen = "per-process" if spec.concurrency <= PER_PROCESS_UP_TO else "shared"
         spec = replace(spec, clients=replace(spec.clients, producer=chosen))
-    truncation = spec.truncation or ("release" if is_kafka(spec.system) else "kip320")
+    truncation = spec.truncation or default_truncation(spec.system)
     return replace(spec, backend=backend, flush=flush, truncation=truncation, notes=tuple(notes))
+
+
+def default_truncation(system: str) -> str:
+    """The truncation of a run that names none: stock Kafka's own protocol, kip320 on the own broker."""
+    return "release" if is_kafka(system) else "kip320"
 
 
 def is_kafka(system: str) -> bool:

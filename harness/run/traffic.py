@@ -6,24 +6,19 @@ the caller's thread, `stop()` from any thread, `counts()` for the progress line,
 `recover(timeout)` after the final heal (the traffic goes on, client crashes off, until
 every partition has acknowledged a write since and the consumers have read what was
 acknowledged before it, or the timeout), `close(timeout)` when the traffic is over
-(sends without a delivery report by then are recorded `info`). `write_final_reads` publishes the final reads whole or not
-at all (a temporary file, fsynced, renamed): a partition's read cut short by a killed
-harness would otherwise look complete, and the checkers would call the writes after
-the cut lost.
+(sends without a delivery report by then are recorded `info`). `write_final_reads` adds the final reads to final.jsonl whole or not
+at all (harness/rundir/final.py).
 """
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import Callable, Sequence
 
-import orjson
-
 from harness.errors import BadInput
 from harness.history import Recorder
 from harness.run.spec import TestSpec
-from harness.run.store import write_atomically
+from harness.rundir.final import add_final_lines, encode_lines
 from harness.scheduler import Lane, Scheduler, plan_processes
 from workloads.consumer import ConsumerOptions, ConsumerWorkload
 from workloads.final_read import final_read_lines
@@ -110,13 +105,4 @@ def write_final_reads(spec: TestSpec, bootstrap: str, partitions: Sequence[int],
     lines to final.jsonl at `path`, atomically; how many."""
     lines = final_read_lines(bootstrap, spec.topic.name, partitions, spec.timeouts.final_read, QUIET_CLIENTS,
                              unreadable)
-    return publish_lines(path, [orjson.dumps(line) for line in lines])
-
-
-def publish_lines(path: Path, lines: Sequence[bytes]) -> int:
-    """`path` with `lines` added (one JSON document each), replaced in one rename after an
-    fsync: a crash leaves the old file or the new one, never a part; how many lines."""
-    path = Path(path)
-    old = path.read_bytes() if path.exists() else b""
-    write_atomically(path, old + b"".join(line + b"\n" for line in lines))
-    return len(lines)
+    return add_final_lines(path, encode_lines(lines))

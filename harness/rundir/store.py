@@ -1,4 +1,4 @@
-"""The results store: a fresh run directory
+"""Making run directories and naming them: a fresh run directory
 `<results>/<test-name>/<YYYYmmddTHHMMSS><UTC offset>-<6 hex>/` per run, `<results>/latest`
 and `<results>/<test-name>/latest` pointing at the newest (relative symlinks, replaced
 atomically), and the run's own log file `fencepost.log`.
@@ -11,15 +11,15 @@ machine's local time. `run_started` reads both; nothing else parses the names.
 from __future__ import annotations
 
 import logging
-import os
 import re
 import secrets
 import time
 from datetime import datetime
 from pathlib import Path
 
-LATEST = "latest"
-LOG_FILE = "fencepost.log"
+from harness.rundir.atomic import point_latest
+from harness.rundir.names import LATEST, LOG_FILE
+
 # YYYYmmddTHHMMSS, an optional UTC offset (Z or +hhmm / -hhmm), then -<6 hex>.
 RUN_NAME = re.compile(r"(\d{8}T\d{6})(Z|[+-]\d{4})?-[0-9a-f]{6}")
 
@@ -73,32 +73,6 @@ class _OffsetFormatter(logging.Formatter):
         local = time.localtime(record.created)
         return (time.strftime("%Y-%m-%dT%H:%M:%S", local) + f".{int(record.msecs):03d}"
                 + time.strftime("%z", local))
-
-
-def point_latest(link: Path, target: Path) -> None:
-    """`link` -> `target` (relative), replacing an older link in one rename."""
-    relative = os.path.relpath(target, link.parent)
-    tmp = link.with_name(f".{link.name}.{os.getpid()}")
-    if tmp.is_symlink() or tmp.exists():
-        tmp.unlink()
-    tmp.symlink_to(relative, target_is_directory=True)
-    os.replace(tmp, link)
-
-
-def write_atomically(path: Path, data: bytes) -> None:
-    """`path` holds `data` whole or its old content, never a part: written beside it, fsynced,
-    renamed over it, and the directory fsynced (the rename survives a power cut too)."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    with open(tmp, "wb") as out:
-        out.write(data)
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(tmp, path)
-    directory = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
 
 
 def run_logger(run_dir: Path, name: str = "fencepost.run") -> logging.Logger:
