@@ -56,6 +56,8 @@ from typing import Any
 
 import orjson
 
+from broker.common.modes import TRUNCATION_MODES  # noqa: F401 (a register message's "truncation" is one of them)
+
 MAX_FRAME_BYTES = 64 << 20
 _LENGTH = struct.Struct(">i")
 
@@ -69,7 +71,6 @@ SHUTDOWN = "shutdown"
 DESCRIBE = "describe"
 SNAPSHOT = "snapshot"
 
-TRUNCATION_MODES = ("hw", "kip101", "kip279", "kip320")
 NO_LEADER = -1
 
 

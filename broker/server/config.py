@@ -5,8 +5,7 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
-FLUSH_MODES = ("os", "fsync", "lazy")
-TRUNCATION_MODES = ("hw", "kip101", "kip279", "kip320")
+from broker.common.modes import FLUSH_MODES, TRUNCATION_MODES
 
 
 class ConfigError(ValueError):

@@ -26,7 +26,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-TRUNCATION_MODES = ("hw", "kip101", "kip279", "kip320")
+from broker.common.modes import TRUNCATION_MODES  # noqa: F401 (the modes these rules are for)
+
 UNDEFINED_EPOCH = -1
 UNDEFINED_OFFSET = -1
 

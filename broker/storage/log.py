@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
+from broker.common.modes import FLUSH_MODES
 from broker.storage.batch import (
     CorruptBatch,
     MAGIC_V2,
@@ -36,7 +37,6 @@ from broker.storage.segment import INDEX_SUFFIX, LOG_SUFFIX, LogSegment, parse_s
 
 log = logging.getLogger(__name__)
 
-FLUSH_MODES = ("os", "fsync", "lazy")
 CORRUPT_MESSAGE = "CORRUPT_MESSAGE"
 INVALID_RECORD = "INVALID_RECORD"
 _MAX_SEGMENT_BYTES = 2**31 - 1  # index positions are int32
