@@ -29,7 +29,7 @@ from typing import Any, Callable
 
 import orjson
 
-from broker.controller.protocol import NO_LEADER, PartitionState, Snapshot, TopicState
+from broker.common.controller_protocol import NO_LEADER, PartitionState, Snapshot, TopicState
 from clusters.errors import HostError
 from clusters.hosts.local_process import local_state
 from clusters.hosts.process import free_port

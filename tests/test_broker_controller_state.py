@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from broker.controller.changes import describe_changes
 from broker.controller.election import assign_replicas
-from broker.controller.protocol import PartitionState, Snapshot
+from broker.common.controller_protocol import PartitionState, Snapshot
 from broker.controller.state import ControllerState
 
 TIMEOUT_MS = 6000

@@ -1,6 +1,7 @@
 """The controller of the own brokers (`python -m broker controller`): registrations, sessions, elections, ISRs.
 
-- protocol.py: the controller <-> broker wire protocol and snapshot dataclasses
+- the controller <-> broker wire protocol and snapshot dataclasses: broker/common/controller_protocol.py
+  (shared with the brokers)
 - state.py: the pure state machine; election.py: its per-partition rules
 - store.py: the durable state file and the data directory lock
 - requests.py: request fields checked and applied; server.py: connections, pushes, session expiry

@@ -4,7 +4,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from . import protocol
+from broker.common import controller_protocol as protocol
+
 from .state import ControllerState, Result
 
 _MISSING = object()

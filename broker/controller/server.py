@@ -18,9 +18,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from broker.common.controller_protocol import HEARTBEAT, REGISTER, SNAPSHOT, ProtocolError, Snapshot, encode, read_message
+
 from .changes import describe_changes
 from .config import ControllerConfig
-from .protocol import HEARTBEAT, REGISTER, SNAPSHOT, ProtocolError, Snapshot, encode, read_message
 from .requests import HANDLERS, apply_request
 from .state import ControllerState
 from .store import ControllerStore, StoreError

@@ -14,10 +14,10 @@ import uuid
 from dataclasses import dataclass, replace
 from typing import Any
 
+from broker.common.controller_protocol import NO_LEADER, BrokerInfo, PartitionState, Snapshot, TopicState
 from broker.server.local_controller import config_error, topic_name_error
 
 from .election import assign_replicas, bump_if_changed, elect_leader, lead_in_new_epoch, without_broker
-from .protocol import NO_LEADER, BrokerInfo, PartitionState, Snapshot, TopicState
 
 Response = dict[str, Any]
 Result = tuple[Response, bool]

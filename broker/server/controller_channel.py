@@ -1,6 +1,6 @@
 """This broker's link to the controller: registration, heartbeats, requests, and the snapshots it pushes.
 
-Owns one TCP connection to the controller (broker/controller/protocol.py),
+Owns one TCP connection to the controller (broker/common/controller_protocol.py),
 kept open and re-made when it drops: on every (re)connection the broker
 registers (same incarnation for the life of the process) and then heartbeats
 at a quarter of the session timeout the controller names. A heartbeat answered
@@ -21,8 +21,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from broker.controller import protocol
-from broker.controller.protocol import Snapshot
+from broker.common import controller_protocol as protocol
+from broker.common.controller_protocol import Snapshot
 
 log = logging.getLogger("broker.controller_channel")
 

@@ -44,7 +44,7 @@ from .replica_fetcher import FetcherSettings, ReplicaFetcherManager
 from .replica_manager import IsrChangeResult, ReplicaManager
 from .topic_admin import LocalTopicAdmin, RemoteTopicAdmin
 from .truncation import fences_by_leader_epoch, leader_answers_v0
-from broker.controller import protocol
+from broker.common import controller_protocol as protocol
 
 log = logging.getLogger("broker.server")
 

@@ -1,4 +1,4 @@
-"""A synchronous client for the own controller's protocol (broker/controller/protocol.py:
+"""A synchronous client for the own controller's protocol (broker/common/controller_protocol.py:
 a 4-byte big-endian length, then a JSON object), for the cluster's control-plane
 questions: describe the state, create a topic. One request per connection.
 """
