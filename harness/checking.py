@@ -50,7 +50,7 @@ from harness.errors import BadInput
 from harness.forked import Forked, can_fork, collect
 from harness.history import HISTORY_FILE
 from harness.liveness import liveness
-from harness.loading import TEST_FILE, LoadedRun, PartitionKey, fresh_copy, load_run, read_test, verdict_stub
+from harness.loading import TEST_FILE, LoadedRun, PartitionKey, fresh_copy, load_run, read_test
 from harness.summary import (
     EXAMPLES_PER_ANOMALY, build_results, partition_name, print_summary, write_results,
 )
@@ -112,21 +112,16 @@ def check_run(run_dir: Path | str, *, write: bool = True, out: Any = _STDOUT,
 
 def _load_and_check(run_dir: Path, jobs: int, held: list[Any]
                     ) -> tuple[LoadedRun, list[PartitionReport]]:
-    """What the forked loading process sends back: the loaded run, its
-    partitions reduced to what the verdict reads (`verdict_stub`), and the
-    reports of its partitions, compacted (results.json shows
-    EXAMPLES_PER_ANOMALY examples of each anomaly). The loaded partitions go
-    into `held`, which the forked process keeps until it exits: dropped, they
-    would be freed object by object (0.4 s for a million lines) for nothing."""
+    """What the forked loading process sends back: the loaded run's
+    `header()` (what the verdict reads) and the reports of its partitions,
+    compacted (results.json shows EXAMPLES_PER_ANOMALY examples of each
+    anomaly). The loaded run goes into `held`, which the forked process keeps
+    until it exits: dropped, it would be freed object by object (0.4 s for a
+    million lines) for nothing."""
     run = load_run(run_dir, parallel=True, lazy=True)
     reports = check_partitions(run, jobs, keep=EXAMPLES_PER_ANOMALY, held=held)
-    held.append(run.partitions)
-    if run.builder is None:
-        run.partitions = {key: verdict_stub(ph) for key, ph in run.partitions.items()}
-    else:  # they are stubs already; the tables stay here
-        held.append(run.builder)
-        run.builder = None
-    return run, reports
+    held.append(run)
+    return run.header(), reports
 
 
 def _history_bytes(run_dir: Path) -> int:
@@ -148,13 +143,13 @@ def default_jobs(jobs: int | None) -> int:
 
 def check_partitions(run: LoadedRun, jobs: int | None = 1, keep: int | None = None,
                      held: list[Any] | None = None) -> list[PartitionReport]:
-    """The report of each partition of `run`, in `run.partitions` order,
+    """The report of each partition of `run`, in `run.keys()` order,
     checked by up to `jobs` worker processes (1, the default: in this process;
     None: os.cpu_count()). With `keep`, the reports keep only the first
     `keep` anomalies of each name in full (see `compact`), whichever process
     made them. A lazily loaded run's partitions are built where they are
     checked; those built or copied in this process go into `held` if given."""
-    keys = list(run.partitions)
+    keys = run.keys()
     sizes = [run.partition_size(key) for key in keys]
     jobs = default_jobs(jobs)
     if sum(sizes) < FORK_MIN_OPS or not can_fork():
@@ -176,7 +171,7 @@ def _check(run: LoadedRun, key: PartitionKey, keep: int | None,
 
 def _checked(run: LoadedRun, key: PartitionKey, held: list[Any] | None) -> PartitionHistory:
     """What the checks of `key` walk: the partition, built now if the run was
-    loaded lazily; a large partition loaded by the Python readers on a fresh
+    loaded lazily; a large partition loaded by the exact reader on a fresh
     copy (`fresh_copy`: its objects are scattered over the heap). What was
     built or copied here goes into `held` when given."""
     ph = run.partition(key)

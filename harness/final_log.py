@@ -7,10 +7,17 @@ record of one node's log), `replica-state` (a node's LEO, HW, epoch cache) and
 are ignored (a warning once per kind). Problems are reported as in history.py:
 file, 1-based line and field; a bad last line (a torn write) is only a warning.
 
-`iter_final` streams entries; `read_final` groups them per partition (by the
-fast path, harness/fast_final.py, when every line is plainly valid). A
+`iter_final` streams entries; `read_final` groups them per partition. A
 record seen again in a partition (the final read's record, again in each
-replica's log) is the same (offset, value) tuple object.
+replica's log) is the same (offset, value) tuple object. This is the exact
+reader, the reference of every rule and message; the C reader
+(harness/native_load.py) reads plainly valid files faster and leaves any
+other to it.
+
+Completeness of a partition's final read (`final_state`, the one place of
+the rule): its `read-state` lines decide, complete only if every one says so
+(`FinalLog.add_read_state`); `read` lines without one are a complete read; a
+partition with neither has no final read.
 """
 from __future__ import annotations
 
@@ -22,7 +29,6 @@ import orjson
 
 from checkers.partition import PartitionHistory, ReplicaState
 from harness.errors import Problems, clip as _clip, show as _show
-from harness.fast_final import read_final_fast
 
 FINAL_FILE = "final.jsonl"
 KINDS = ("read", "replica", "replica-state", "read-state")
@@ -34,6 +40,28 @@ Record = tuple[int, str]  # (offset, value)
 FinalItem = Union[Record, ReplicaState, bool]
 # (kind, (topic, partition), node or None, item)
 FinalEntry = tuple[str, PartitionKey, Union[str, None], FinalItem]
+
+
+@dataclass(frozen=True, slots=True)
+class FinalState:
+    """What the verdict reads of a partition's final read: is there one, and
+    did it reach the end of the partition."""
+
+    present: bool
+    complete: bool
+
+
+NO_FINAL_READ = FinalState(False, False)
+
+
+def final_state(has_reads: bool, read_state: bool | None) -> FinalState:
+    """A partition's final read from what final.jsonl holds of it: `read`
+    lines (`has_reads`) and its `read-state` lines joined (`read_state`,
+    None: none). The read-state decides; reads without one are complete;
+    neither: no final read."""
+    if read_state is not None:
+        return FinalState(True, read_state)
+    return FinalState(has_reads, has_reads)
 
 
 @dataclass(slots=True)
@@ -49,29 +77,29 @@ class FinalLog:
     def partitions(self) -> set[PartitionKey]:
         return {*self.reads, *self.read_complete, *self.replicas, *self.replica_states}
 
+    def add_read_state(self, key: PartitionKey, complete: bool) -> None:
+        """A `read-state` line of `key`: with several, complete only if every one says so."""
+        self.read_complete[key] = complete and self.read_complete.get(key, True)
+
+    def final_state(self, key: PartitionKey) -> FinalState:
+        return final_state(key in self.reads, self.read_complete.get(key))
+
     def attach(self, ph: PartitionHistory) -> None:
-        """Set `ph`'s final read, its completeness, replica logs and states:
-        a `read-state` line decides completeness (a read without one is
-        complete); a partition with neither has no final read (None)."""
+        """Set `ph`'s final read and its completeness (`final_state`; None
+        where there is none), replica logs and states."""
         key = (ph.topic, ph.partition)
-        reads = self.reads.get(key)
-        if key in self.read_complete:
+        state = self.final_state(key)
+        if state.present:
+            reads = self.reads.get(key)
             ph.final = reads if reads is not None else []
-            ph.final_complete = self.read_complete[key]
-        elif reads is not None:
-            ph.final = reads
-            ph.final_complete = True
+            ph.final_complete = state.complete
         ph.replicas = self.replicas.get(key, {})
         ph.replica_states = self.replica_states.get(key, {})
 
 
 def read_final(path: Path | str, problems: Problems | None = None) -> FinalLog:
-    """Read a final.jsonl file into a `FinalLog`."""
-    problems = Problems() if problems is None else problems
+    """Read a final.jsonl file into a `FinalLog` (problems go to `problems`)."""
     log = FinalLog()
-    if read_final_fast(path, log):
-        return log
-    log = FinalLog()  # something to report: the exact reader says what, with line and field
     reads = log.reads
     replicas = log.replicas
     reader = FinalReader(path, problems)
@@ -92,8 +120,7 @@ def read_final(path: Path | str, problems: Problems | None = None) -> FinalLog:
         elif kind == "replica-state":
             log.replica_states.setdefault(key, {})[node] = item
         else:
-            # Several read-state lines for one partition: complete only if all say so.
-            log.read_complete[key] = item and log.read_complete.get(key, True)
+            log.add_read_state(key, item)
     log.lines = reader.lines
     return log
 

@@ -1,40 +1,42 @@
 """Loading a run directory into the checkers' input: one `PartitionHistory` per
-partition, the check options from test.json, and what was wrong in the files.
+partition, what the verdict reads of each (`FinalState`), the check options from
+test.json, and what was wrong in the files.
 
-Grouping rules (docs/FORMATS.md, checkers/partition.py):
-- a send belongs to the partition of its value; invokes never completed are `info`;
-- a poll is projected onto each partition it returned records of, and onto each
-  partition its process was assigned to (by its latest assign) — with the
-  records of that partition only, possibly none;
-- assign, subscribe and crash of a process are resets in every partition;
-- a `commit` of a consumer group member is a `Commit` in each partition it names; an assign
-  of a group member (its value names the `group`, `from` its committed offsets) is a `Resume`
-  in each partition it was given, asked for as early as the invoke of the member's latest
-  operation before it that is not an assign (the poll whose rebalance callback asked; the
-  assigns of one rebalance follow it in a burst) (checkers/partition.py);
-- sends and polls are in invoke order, the final read and replica logs in file order;
-- final read completeness: a `read-state` with `complete:false` -> incomplete;
-  reads but no read-state -> complete; a partition with neither -> its final read
-  is missing (`final` is None). Without final.jsonl every final read is missing.
+Grouping rules (docs/FORMATS.md, checkers/partition.py), each in one Python function:
+- `group_operations`: a send belongs to the partition of its value; invokes never
+  completed are `info`; a poll is projected onto each partition it returned records
+  of, and onto each partition its process was assigned to (by its latest assign) --
+  with the records of that partition only, possibly none; assign, subscribe and crash
+  are resets; a `commit` of a consumer group member is a `Commit` in each partition it
+  names; an assign of a group member (its value names the `group`, `from` its committed
+  offsets) is a `Resume` in each partition it was given, asked for as early as the
+  invoke of the member's latest operation before it that is not an assign (the poll
+  whose rebalance callback asked; the assigns of one rebalance follow it in a burst)
+  (harness/loading_groups.py, checkers/partition.py); sends and polls are in invoke
+  order, the final read and replica logs in file order;
+- `_with_resets`: the resets of every process are in every partition;
+- final read completeness: harness/final_log.py `final_state` (a `read-state` decides,
+  complete only if every one says so; reads but no read-state: complete; neither: the
+  final read is missing). Without final.jsonl every final read is missing.
 
-Readers, fastest first: the C reader (harness/native_load.py: both files at
-once on two threads with `parallel`, each partition's objects then made on their own, lying
-together in memory); where it gives up on a file (anything unusual) or was not
-compiled, the fast path (harness/fast_history.py, fast_final.py) when every
-line is plainly valid, else the exact reader (`HistoryReader`), which reports
-what is wrong. Without the C reader, `load_run(..., parallel=True)` reads
-final.jsonl in a forked process (harness/forked.py) while this one reads the
-history. `fresh_copy` copies one partition's input into fresh memory, for the
+Two readers: the C reader (harness/native_load.py: both files at once on two
+threads with `parallel`, each partition's objects then made on their own, lying
+together in memory) where it was built and does not give up on the file (anything
+unusual); else the exact reader, the reference, which reports what is wrong
+(history.jsonl: `HistoryReader` grouped by `group_operations`; final.jsonl:
+`final_log.read_final`). Without the C reader, `load_run(..., parallel=True)` reads
+a large final.jsonl in a forked process (harness/forked.py) while this one reads
+the history. `fresh_copy` copies one partition's input into fresh memory, for the
 checks to walk (harness/checking.py); partitions the C reader made need not.
 """
 from __future__ import annotations
 
 import gc
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from operator import attrgetter, itemgetter
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import orjson
 
@@ -42,8 +44,7 @@ from checkers.anomaly import ALL as ALL_ANOMALIES, default_invalid
 from checkers.partition import CheckOptions, PartitionHistory, Poll, Reset, Send
 from harness import native_load
 from harness.errors import BadInput, Problems
-from harness.fast_history import read_grouped
-from harness.final_log import FINAL_FILE, FinalLog, read_final
+from harness.final_log import FINAL_FILE, NO_FINAL_READ, FinalLog, FinalState, read_final
 from harness.forked import Forked, can_fork
 from harness.history import HISTORY_FILE, HistoryCounts, HistoryReader, Operation
 from harness.loading_groups import commits_of, resumes_of
@@ -74,6 +75,8 @@ class RunCounts:
 @dataclass(slots=True)
 class LoadedRun:
     run_dir: Path
+    # Each partition's checker input, in key order; empty where `builder`
+    # builds them (`partition(key)`) and in a `header()`.
     partitions: dict[PartitionKey, PartitionHistory]
     test: dict[str, Any]
     options: CheckOptions
@@ -81,16 +84,25 @@ class LoadedRun:
     problems: Problems
     counts: RunCounts
     final_present: bool
+    # What the verdict reads of each partition: its final read's state. Every
+    # partition of the run is here, in key order.
+    finals: dict[PartitionKey, FinalState]
     # The partitions were made one by one in fresh memory (the C reader's
     # history): the checks walk them as they are, with no `fresh_copy`.
     fresh: bool = False
     # After load_run(lazy=True), where the C reader read the history: builds
-    # each partition, of which `partitions` holds only what the verdict reads.
+    # each partition when asked (`partition`).
     builder: native_load.PartitionBuilder | None = None
+
+    def keys(self) -> list[PartitionKey]:
+        """Every partition of the run, in key order."""
+        return list(self.finals)
 
     def partition(self, key: PartitionKey) -> PartitionHistory:
         """The checker input of partition `key` (built now, when lazy)."""
-        return self.builder.build(key) if self.builder is not None else self.partitions[key]
+        if self.builder is None:
+            return self.partitions[key]
+        return _with_resets(self.builder.build(key), self.builder.resets)
 
     def partition_size(self, key: PartitionKey) -> int:
         """What `key`'s check costs, roughly: its ops and final records."""
@@ -98,6 +110,11 @@ class LoadedRun:
             return self.builder.size(key)
         ph = self.partitions[key]
         return len(ph.sends) + len(ph.polls) + len(ph.final or ())
+
+    def header(self) -> LoadedRun:
+        """This run without its partitions' input: what the verdict and
+        results.json read, small to pickle."""
+        return replace(self, partitions={}, builder=None)
 
     @property
     def errors(self) -> list[str]:
@@ -114,8 +131,7 @@ def load_run(run_dir: Path | str, *, parallel: bool = False, lazy: bool = False)
     second thread, else (when large) in a forked process (the same result, in
     less wall-clock time on two cores).
     With `lazy`, where the C reader read the history, no partition is built:
-    `partitions` holds what the verdict reads of each (`verdict_stub`) and
-    `partition(key)` builds one when asked.
+    `partitions` is empty, and `partition(key)` builds one when asked.
 
     Raises BadInput when `run_dir` is not a run directory or test.json is
     unusable; problems inside the history and final logs are collected instead.
@@ -131,39 +147,57 @@ def load_run(run_dir: Path | str, *, parallel: bool = False, lazy: bool = False)
     problems = Problems()
     final_path = run_dir / FINAL_FILE
     with _gc_paused():
-        if native_load.available():
-            read = _read_natively(history_path, final_path, problems, parallel)
-        else:
-            read = _read_in_python(history_path, final_path, problems, parallel)
-        partitions, resets, history, final_lines, builder = read
-        fresh = builder is not None
-        if builder is not None:
-            if lazy:
-                partitions = {key: _stub(key, builder) for key in builder.keys()}
-            else:
-                partitions = {key: builder.build(key) for key in builder.keys()}
-                builder = None
-        else:
-            for ph in partitions.values():
-                ph.resets = list(resets)
+        reader = _read_natively if native_load.available() else _read_in_python
+        read = reader(history_path, final_path, problems, parallel)
+        partitions = read.partitions
+        builder = read.builder
+        if builder is not None and not lazy:
+            partitions = {key: builder.build(key) for key in read.finals}
+            builder = None
+        for ph in partitions.values():
+            _with_resets(ph, read.resets)
+    history = read.history
     counts = RunCounts(lines=history.lines, ops=history.ops, nemesis=history.nemesis,
-                       by_f_type=history.by_f(), final_lines=final_lines or 0)
+                       by_f_type=history.by_f(), final_lines=read.final_lines or 0)
     return LoadedRun(run_dir, dict(sorted(partitions.items())), test, options, invalid, problems,
-                     counts, final_lines is not None, fresh, builder)
+                     counts, read.final_lines is not None, read.finals, read.builder is not None,
+                     builder)
 
 
-# What the readers give load_run: the partitions (with their final reads),
-# the resets, the history's counts, final.jsonl's lines (None: no such file),
-# and, where the C reader read the history, the builder of the partitions
-# (which are then not built yet).
-_Read = tuple[dict[PartitionKey, PartitionHistory], list[Reset], HistoryCounts, "int | None",
-              "native_load.PartitionBuilder | None"]
+@dataclass(slots=True)
+class _Read:
+    """What a reader gives load_run."""
+
+    partitions: dict[PartitionKey, PartitionHistory]  # with their final reads, not their resets
+    resets: list[Reset]
+    finals: dict[PartitionKey, FinalState]  # every partition's, in key order
+    history: HistoryCounts
+    final_lines: int | None  # None: no final.jsonl
+    # Where the C reader read the history: the builder of the partitions
+    # (which are then not in `partitions`).
+    builder: native_load.PartitionBuilder | None = None
+
+
+def _with_resets(ph: PartitionHistory, resets: list[Reset]) -> PartitionHistory:
+    """`ph` holding the run's resets: an assign, subscribe or crash of a
+    process resets what it sees of every partition."""
+    ph.resets = list(resets)
+    return ph
+
+
+def _finals(keys: Iterable[PartitionKey], state: Callable[[PartitionKey], FinalState]
+            ) -> dict[PartitionKey, FinalState]:
+    return {key: state(key) for key in sorted(keys)}
+
+
+def _no_final_read(key: PartitionKey) -> FinalState:
+    return NO_FINAL_READ
 
 
 def _read_natively(history_path: Path, final_path: Path, problems: Problems,
                    parallel: bool) -> _Read:
     """Both files by the C reader (at once with `parallel`), a file it gave up
-    on by the Python readers (which report what is wrong: the history's
+    on by the exact reader (which reports what is wrong: the history's
     problems before final.jsonl's)."""
     tables = native_load.read_tables(history_path, final_path if final_path.is_file() else None,
                                      parallel)
@@ -182,8 +216,9 @@ def _read_natively(history_path: Path, final_path: Path, problems: Problems,
         final_lines = final_log.lines
     builder = native_load.PartitionBuilder(tables, resets, final_log)
     if tables.history is not None:
-        return partitions, resets, history, final_lines, builder
-    # The history was read in Python: the builder adds final.jsonl's part.
+        return _Read(partitions, resets, _finals(builder.keys(), builder.final_state), history,
+                     final_lines, builder)
+    # The history was read by the exact reader: the builder adds final.jsonl's part.
     for key in builder.keys():
         ph = partitions.get(key)
         if ph is None:
@@ -191,20 +226,12 @@ def _read_natively(history_path: Path, final_path: Path, problems: Problems,
         builder.attach_final(ph)
     if final_log is not None:
         attach_final(partitions, final_log)
-    for ph in partitions.values():
-        ph.resets = list(resets)
-    return partitions, resets, history, final_lines, None
-
-
-def _stub(key: PartitionKey, builder: native_load.PartitionBuilder) -> PartitionHistory:
-    """`verdict_stub` of the partition `builder` would build."""
-    has_final, complete = builder.final_state(key)
-    return PartitionHistory(key[0], key[1], final=[] if has_final else None, final_complete=complete)
+    return _Read(partitions, resets, _finals(partitions, builder.final_state), history, final_lines)
 
 
 def _read_in_python(history_path: Path, final_path: Path, problems: Problems, parallel: bool
                     ) -> _Read:
-    """Both files by the Python readers; with `parallel`, a large final.jsonl
+    """Both files by the exact reader; with `parallel`, a large final.jsonl
     in a forked process while this one reads the history."""
     final_reader = None
     if (parallel and final_path.is_file() and final_path.stat().st_size >= FORK_MIN_BYTES
@@ -222,27 +249,25 @@ def _read_in_python(history_path: Path, final_path: Path, problems: Problems, pa
     finally:
         if final_reader is not None:
             final_reader.stop()  # a no-op once its result is in
+    if final is None:
+        return _Read(partitions, resets, _finals(partitions, _no_final_read), history, None)
     attach_final(partitions, final)
-    return partitions, resets, history, None if final is None else final.lines, None
+    return _Read(partitions, resets, _finals(partitions, final.final_state), history, final.lines)
 
 
 def _read_history(path: Path, problems: Problems
                   ) -> tuple[dict[PartitionKey, PartitionHistory], list[Reset], HistoryCounts]:
-    """history.jsonl by the fast path, or the exact reader when it gives up."""
-    fast = read_grouped(path)
-    if fast is not None:
-        return fast
-    # Something to report: the exact reader says what, with line and field.
+    """history.jsonl by the exact reader, grouped per partition."""
     reader = HistoryReader(path, problems)
     partitions, resets = group_operations(reader.operations())
     return partitions, resets, reader.counts
 
 
 def verdict_stub(ph: PartitionHistory) -> PartitionHistory:
-    """What the verdict (harness/verdict.py) reads of a partition: whether its
-    final read is there and complete; nothing else."""
-    return PartitionHistory(ph.topic, ph.partition, final=None if ph.final is None else [],
-                            final_complete=ph.final_complete)
+    """`ph`'s topic and partition alone. For harness/analysis/checks.py's run
+    header until it takes `LoadedRun.header()`: the verdict reads
+    `LoadedRun.finals`, not the partitions."""
+    return PartitionHistory(ph.topic, ph.partition)
 
 
 def _read_final_elsewhere(path: Path) -> tuple[FinalLog, Problems]:

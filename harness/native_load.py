@@ -5,13 +5,13 @@ each partition's checker input (`PartitionHistory`) made from them, one
 partition at a time, so that its objects lie together in memory (what
 `loading.fresh_copy` otherwise makes by copying).
 
-The rules are those of the fast readers (harness/fast_history.py,
-harness/fast_final.py), which stay the reference: where the C reader is not
-sure of a line (anything the exact readers would report, anything unusual
-such as non-ASCII bytes, escaped keys, numbers with exponents) it gives up on
-that file, which is then read by the Python readers as before; so results,
-errors and warnings are always theirs. Without the compiled module (no C
-compiler when installed) `available()` is False and the Python readers read
+The exact Python readers (harness/history.py `HistoryReader` grouped by
+`loading.group_operations`, harness/final_log.py `read_final`) are the
+reference: the C reader gives what they give, or gives up on a file where it
+is not sure of a line (anything they would report, anything unusual such as
+non-ASCII bytes, escaped keys, numbers with exponents), which they then read;
+so results, errors and warnings are always theirs. Without the compiled
+module (no C compiler when installed) `available()` is False and they read
 every file.
 """
 from __future__ import annotations
@@ -22,11 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from checkers.partition import PartitionHistory, Poll, ReplicaState, Reset, Send
+from harness.final_log import NO_FINAL_READ, FinalLog, FinalState, final_state
 from harness.history import HistoryCounts
 
 try:
     from harness import _native
-except ImportError:  # built without a C compiler: the Python readers read every file
+except ImportError:  # built without a C compiler: the exact readers read every file
     _native = None
 
 PartitionKey = tuple[str, int]
@@ -40,7 +41,7 @@ def available() -> bool:
 @dataclass(slots=True)
 class NativeTables:
     """What the C reader made of a run's two files: a table each, or None
-    (with why) where it left the file to the Python readers."""
+    (with why) where it left the file to the exact readers."""
 
     history: Any | None  # harness._native.HistoryTable
     history_why: str | None
@@ -94,13 +95,15 @@ def final_columns(path: Path) -> dict[str, list] | None:
 class PartitionBuilder:
     """Makes the checker input of one partition at a time from the tables:
     its sends and polls, its final read, replica logs and states (or, where
-    the C reader left final.jsonl to the Python readers, those taken from
-    `final_log`), and `resets` (the history's, every partition's)."""
+    the C reader left final.jsonl to the exact reader, those taken from
+    `final_log`). `resets` are the history's, which every partition holds
+    (harness/loading.py gives them)."""
 
-    def __init__(self, tables: NativeTables, resets: list[Reset], final_log: Any = None) -> None:
+    def __init__(self, tables: NativeTables, resets: list[Reset], final_log: FinalLog | None = None
+                 ) -> None:
         self.tables = tables
         self.resets = resets
-        self.final_log = final_log  # a final_log.FinalLog, or None
+        self.final_log = final_log
         self._history = {key: i for i, key in enumerate(tables.history.keys())} if tables.history else {}
         self._final = {key: i for i, key in enumerate(tables.final.keys())} if tables.final else {}
         self._history_sizes = tables.history.sizes() if tables.history else []
@@ -125,12 +128,13 @@ class PartitionBuilder:
         return ops
 
     def build(self, key: PartitionKey) -> PartitionHistory:
+        """`key`'s partition, all but its resets."""
         h = self._history.get(key, -1)
         f = self._final.get(key, -1)
         sends, polls, final, replicas, states = _native.build(
             self.tables.history if h >= 0 else None, h, self.tables.final if f >= 0 else None, f,
             Send, Poll)
-        ph = PartitionHistory(key[0], key[1], sends, polls, list(self.resets))
+        ph = PartitionHistory(key[0], key[1], sends, polls)
         if f >= 0:
             self._set_final(ph, final, replicas, states)
         elif self.final_log is not None:
@@ -139,7 +143,7 @@ class PartitionBuilder:
 
     def attach_final(self, ph: PartitionHistory) -> None:
         """Set `ph`'s final read, completeness, replica logs and states from
-        the final table (where the history was read by the Python readers)."""
+        the final table (where the history was read by the exact reader)."""
         f = self._final.get(ph.key, -1)
         if f >= 0:
             _, _, final, replicas, states = _native.build(None, -1, self.tables.final, f, Send, Poll)
@@ -148,25 +152,20 @@ class PartitionBuilder:
     def _set_final(self, ph: PartitionHistory, final: list | None, replicas: dict,
                    states: list) -> None:
         """What FinalLog.attach does, from what the final table built for `ph`."""
-        has_final, complete = self.final_state(ph.key)
-        if has_final:
+        state = self.final_state(ph.key)
+        if state.present:
             ph.final = final if final is not None else []
-            ph.final_complete = complete
+            ph.final_complete = state.complete
         ph.replicas = replicas
         ph.replica_states = {node: ReplicaState(node, leo, hw, epoch, epochs)
                              for node, leo, hw, epoch, epochs in states}
 
-    def final_state(self, key: PartitionKey) -> tuple[bool, bool]:
-        """(has a final read, complete): what the verdict reads of `key`,
-        without building it."""
+    def final_state(self, key: PartitionKey) -> FinalState:
+        """What the verdict reads of `key`, without building it."""
         f = self._final.get(key)
         if f is not None:
-            has_reads, complete, _ = self._reads[f]
-            if complete is not None:
-                return True, complete
-            return has_reads, has_reads
+            has_reads, complete, _ = self._reads[f]  # complete: the read-states joined, or None
+            return final_state(has_reads, complete)
         if self.final_log is not None:
-            if key in self.final_log.read_complete:
-                return True, self.final_log.read_complete[key]
-            return key in self.final_log.reads, key in self.final_log.reads
-        return False, False
+            return self.final_log.final_state(key)
+        return NO_FINAL_READ

@@ -2,9 +2,9 @@
 
 Rules (docs/FORMATS.md, results.json and the exit codes, kept simple on purpose):
 1. An anomaly of the run's invalid set found in a *fully read* partition (its
-   final read present and complete) makes the run invalid — whatever else is
-   missing, since such an anomaly does not depend on what was not read —
-   unless the input files had errors (a corrupt line that is not the torn last
+   final read present and complete, `LoadedRun.finals`) makes the run invalid —
+   whatever else is missing, since such an anomaly does not depend on what was
+   not read — unless the input files had errors (a corrupt line that is not the torn last
    one, a missing field, ...): a line that could not be read can itself make an
    anomaly (a lost send invoke reads as a phantom read, a lost final-read line
    as a lost write), so the run is then unknown and the anomalies are listed
@@ -66,17 +66,17 @@ def decide(run: LoadedRun, reports: list[PartitionReport]) -> Verdict:
     if not any(run.counts.by_f_type.get(f) for f in ("send", "poll")):
         reasons.append("the history holds no send or poll: there is nothing to judge")
     for report in reports:
-        ph = run.partitions.get((report.topic, report.partition))
-        fully_read = ph is not None and ph.final is not None and ph.final_complete
+        final = run.finals.get((report.topic, report.partition))
+        fully_read = final is not None and final.present and final.complete
         for anomaly in report.anomalies:
             if anomaly.name in invalid:
                 (verdict.decisive if fully_read and not errors else verdict.not_conclusive)[anomaly.name] += 1
         for reason in report.unknown_reasons:
             if reason not in reasons:
                 reasons.append(reason)
-        if ph is not None and not fully_read and not report.unknown_reasons:
-            what = "missing" if ph.final is None else "incomplete"
-            reasons.append(f"the final read of {ph.topic}/{ph.partition} is {what}")
+        if final is not None and not fully_read and not report.unknown_reasons:
+            what = "incomplete" if final.present else "missing"
+            reasons.append(f"the final read of {report.topic}/{report.partition} is {what}")
     if verdict.not_conclusive:
         names = ", ".join(f"{name}: {n}" for name, n in sorted(verdict.not_conclusive.items()))
         reasons.append(f"anomalies found with errors in the input files, or in partitions whose final read is "

@@ -93,7 +93,7 @@ def test_split_partitions_give_the_results_of_one_process(tmp_path, monkeypatch)
     monkeypatch.setattr(checking, "COPY_MIN_OPS", 0)  # every partition is "large": split
     monkeypatch.setattr(checking, "MAX_WORKERS_PER_JOB", 1)
     run = load_run(run_dir)
-    sizes = [run.partition_size(key) for key in run.partitions]
+    sizes = [run.partition_size(key) for key in run.keys()]
     assert any(half for share in _shares(sizes, 2) for _, half in share)  # 3 on 2: one split
     alone = check_run(run_dir, write=False, out=None, jobs=1).results
     forked = check_run(run_dir, write=False, out=None, jobs=2).results
@@ -109,7 +109,7 @@ def test_a_worker_per_partition_gives_the_results_of_one_process(tmp_path, monke
     monkeypatch.setattr(checking, "FORK_MIN_OPS", 0)
     monkeypatch.setattr(checking, "COPY_MIN_OPS", 0)
     run = load_run(run_dir)
-    assert len(_shares([run.partition_size(key) for key in run.partitions], 2)) == 3  # a worker each
+    assert len(_shares([run.partition_size(key) for key in run.keys()], 2)) == 3  # a worker each
     alone = check_run(run_dir, write=False, out=None, jobs=1).results
     forked = check_run(run_dir, write=False, out=None, jobs=2).results
     assert alone["valid"] is False and alone["anomaly_counts"]["lost-write"] >= 1
@@ -123,7 +123,7 @@ def test_a_worker_holds_itself_to_its_cpus_and_what_it_built_until_it_exits(tmp_
     monkeypatch.setattr(checking, "COPY_MIN_OPS", 0)
     run_dir = generate(GenConfig(seed=14, lines=600)).write(tmp_path / "run")
     run = load_run(run_dir, lazy=True)  # the C reader's: built in the worker; else: copied there
-    keys = list(run.partitions)
+    keys = run.keys()
     whole = load_run(run_dir).partitions[keys[0]]
     before = os.sched_getaffinity(0)
     one = min(before)

@@ -68,12 +68,12 @@ def test_bad_input_found_by_the_loading_process_is_a_usage_error(tmp_path, alway
 
 
 @pytest.mark.parametrize("reader", ["native", "python"])
-def test_the_loading_process_sends_stubs_and_holds_what_it_loaded(tmp_path, always_fork, reader,
-                                                                 monkeypatch):
+def test_the_loading_process_sends_the_header_and_holds_what_it_loaded(tmp_path, always_fork, reader,
+                                                                      monkeypatch):
     # Run here (not forked), to look at both: what goes back is what the verdict
     # reads; what was loaded stays referenced until the process exits.
-    from checkers.partition import PartitionHistory
     from harness import native_load
+    from harness.final_log import FinalState
     from harness.loading import load_run
 
     if reader == "python":
@@ -84,19 +84,17 @@ def test_the_loading_process_sends_stubs_and_holds_what_it_loaded(tmp_path, alwa
     whole = load_run(run_dir)
     held: list = []
     run, reports = checking._load_and_check(run_dir, 2, held)
-    assert list(run.partitions) == list(whole.partitions) == [(r.topic, r.partition) for r in reports]
-    assert all(not ph.sends and not ph.polls and ph.final == [] for ph in run.partitions.values())
-    assert [ph.final_complete for ph in run.partitions.values()] == [
-        ph.final_complete for ph in whole.partitions.values()]
-    assert run.builder is None  # the C reader's tables stay in the loading process
+    assert run.partitions == {} and run.builder is None  # the tables stay in the loading process
+    assert run.keys() == list(whole.partitions) == [(r.topic, r.partition) for r in reports]
+    assert run.finals == whole.finals == {
+        key: FinalState(ph.final is not None, ph.final_complete) for key, ph in whole.partitions.items()}
+    (kept,) = held
     if reader == "native":  # the partitions were built by the workers; the tables stay here
-        assert not any(isinstance(x, PartitionHistory) for x in held)
-        (builder,) = [x for x in held if isinstance(x, native_load.PartitionBuilder)]
-        assert [builder.build(key) for key in run.partitions] == list(whole.partitions.values())
+        assert kept.partitions == {} and kept.builder is not None
+        assert [kept.partition(key) for key in run.keys()] == list(whole.partitions.values())
     else:
-        (loaded,) = held
-        assert loaded == whole.partitions
-        assert all(ph.sends and ph.final for ph in loaded.values())
+        assert kept.partitions == whole.partitions
+        assert all(ph.sends and ph.final for ph in kept.partitions.values())
 
 
 @pytest.mark.parametrize("name,seed", [("unseen", 5), ("lost-write/missing", 6)])

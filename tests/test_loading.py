@@ -1,13 +1,27 @@
 """Loading a run directory: grouping per partition, final-read completeness,
-options from test.json, and what is not a run directory."""
+options from test.json, and what is not a run directory. Each test runs with
+both readers: the C reader (where it was compiled) and the exact reader alone
+(as without a C compiler)."""
 from __future__ import annotations
 
 import orjson
 import pytest
 
 from checkers.anomaly import DUPLICATE, LOST_WRITE, UNSEEN
+from harness import native_load
 from harness.errors import BadInput
+from harness.final_log import FinalState
 from harness.loading import load_run, options_from_test
+from tests.loading_support import python_only
+
+
+@pytest.fixture(autouse=True, params=["c-reader", "exact-reader"])
+def reader(request, monkeypatch) -> str:
+    if request.param == "exact-reader":
+        python_only(monkeypatch)
+    elif not native_load.available():
+        pytest.skip("the C reader was not compiled (no C compiler at install)")
+    return request.param
 
 
 class History:
@@ -132,7 +146,21 @@ def test_final_read_completeness(tmp_path):
     got = {key[1]: (ph.final, ph.final_complete) for key, ph in run.partitions.items()}
     assert got == {0: ([(0, "0-1")], True), 1: ([(0, "1-1")], False), 2: ([], True),
                    3: (None, False)}
+    assert {key[1]: final for key, final in run.finals.items()} == {
+        0: FinalState(True, True), 1: FinalState(True, False), 2: FinalState(True, True),
+        3: FinalState(False, False)}
     assert run.final_present
+
+
+def test_a_partition_is_complete_only_if_every_read_state_says_so(tmp_path):
+    h = History()
+    h.invoke_send(0, 0, "0-1")
+    final = (final_read(0, [(0, "0-1")], complete=True) + final_read(0, [], complete=False)
+             + final_read(0, [], complete=True) + final_read(1, [], complete=True)
+             + final_read(1, [], complete=True))
+    run = load_run(write_run(tmp_path / "run", h, final))
+    assert run.finals == {("fp", 0): FinalState(True, False), ("fp", 1): FinalState(True, True)}
+    assert not run.partitions[("fp", 0)].final_complete
 
 
 def test_without_final_jsonl_every_final_read_is_missing(tmp_path):
@@ -142,6 +170,7 @@ def test_without_final_jsonl_every_final_read_is_missing(tmp_path):
     run = load_run(write_run(tmp_path / "run", h))
     assert not run.final_present
     assert run.partitions[("fp", 0)].final is None
+    assert run.finals == {("fp", 0): FinalState(False, False)}
 
 
 def test_replica_logs_and_states_reach_their_partition(tmp_path):
@@ -241,6 +270,17 @@ def test_synthetic_runs_load_without_problems_and_keep_every_send(tmp_path, seed
         assert sorted(s.value for s in ph.sends) == truth
         assert ph.final == [(o, v) for o, v, _ in pf.read]
         assert ph.final_complete == pf.complete
+
+
+def test_a_record_polled_again_is_one_object(tmp_path):
+    from tests.synth.generate import GenConfig, generate
+
+    run = generate(GenConfig(seed=6, lines=600))
+    for ph in load_run(run.write(tmp_path / "run")).partitions.values():
+        seen: dict[tuple[int, str], tuple[int, str]] = {}
+        for poll in ph.polls:
+            for record in poll.records:
+                assert seen.setdefault(record, record) is record
 
 
 @pytest.mark.parametrize("seed", [3, 4])

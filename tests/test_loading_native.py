@@ -1,13 +1,18 @@
-"""The C reader (harness._native, harness/native_load.py) against the Python
-readers: on valid runs, load_run gives the very same LoadedRun with and
-without it (partitions, resets, counts, final reads); on any mutated file it
-either gives up on that file (the Python readers then read it and report
-what is wrong) or gives exactly what the exact reader gives while that
-reports no problem at all. So what reaches the checkers, and every message
-about bad input, stays the Python readers'.
+"""The C reader (harness._native, harness/native_load.py) held to the exact
+Python readers (harness/history.py `HistoryReader` grouped by
+`loading.group_operations`, harness/final_log.py `read_final`), the reference,
+by a conformance corpus: every run directory under examples/, generated runs
+(tests/synth) and mutated files (tests/mutation_support.py). On each, load_run
+gives the same LoadedRun with and without the C reader (partitions, resets,
+final reads and what the verdict reads of them, counts, errors and warnings);
+on any mutated file the C reader either gives up on that file (the exact
+reader then reads it and reports what is wrong) or gives exactly what the
+exact reader gives while that reports no problem at all. So what reaches the
+checkers, and every message about bad input, stays the exact reader's.
 
-Fast: a few synthetic runs, crafted lines, 40 mutated files per reader and
-60 histories with offsets far apart. Slow (`-m slow`): 600 mutated files per reader.
+Fast: the examples, a few synthetic runs, crafted lines, 40 mutated files per
+reader and per run and 60 histories with offsets far apart. Slow (`-m slow`):
+600 mutated files per reader.
 """
 from __future__ import annotations
 
@@ -21,13 +26,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness import native_load
-from harness.final_log import FinalLog
-from harness.loading import load_run, verdict_stub
-from tests.synth.generate import GenConfig, generate_to_dir
-from tests.test_input_fuzz import LINES, mutation
-from tests.test_loading_fast import (
-    exact_final, exact_history, final_gives_up_or_agrees, history_gives_up_or_agrees, silent,
+from harness.final_log import FinalLog, FinalState
+from harness.loading import load_run
+from tests.loading_support import (
+    assert_same_load, exact_final, exact_history, final_gives_up_or_agrees, history_gives_up_or_agrees,
+    loaded_both_ways, python_only, silent,
 )
+from tests.mutation_support import LINES, mutation
+from tests.synth.generate import GenConfig, generate_to_dir
 
 pytestmark = pytest.mark.skipif(not native_load.available() and not os.environ.get("CI"),
                                 reason="the C reader was not compiled (no C compiler at install)")
@@ -35,15 +41,12 @@ pytestmark = pytest.mark.skipif(not native_load.available() and not os.environ.g
 SETTINGS = settings(max_examples=40, deadline=None, database=None,
                     suppress_health_check=list(HealthCheck))
 COUNTER = itertools.count()
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 def test_the_c_reader_is_compiled():
     """Under CI (where this module is never skipped) the install must have built it."""
     assert native_load.available()
-
-
-def python_only(monkeypatch):
-    monkeypatch.setattr(native_load, "available", lambda: False)
 
 
 def native_history(path: Path):
@@ -54,11 +57,7 @@ def native_history(path: Path):
         return None
     resets = tables.resets()
     builder = native_load.PartitionBuilder(tables, resets)
-    partitions = {}
-    for key in builder.keys():
-        ph = builder.build(key)
-        ph.resets = []  # as group_operations leaves them
-        partitions[key] = ph
+    partitions = {key: builder.build(key) for key in builder.keys()}  # without resets, as group_operations
     return partitions, resets, tables.history_counts()
 
 
@@ -83,6 +82,17 @@ def native_final(path: Path) -> FinalLog | None:
     return log
 
 
+EXAMPLE_DIRS = sorted(p for p in EXAMPLES.iterdir() if p.is_dir())
+
+
+@pytest.mark.parametrize("run_dir", EXAMPLE_DIRS, ids=[p.name for p in EXAMPLE_DIRS])
+def test_every_example_loads_the_same_with_and_without_the_c_reader(run_dir, monkeypatch):
+    native, exact = loaded_both_ways(run_dir, monkeypatch)
+    assert native.fresh and not exact.fresh  # the C reader read it
+    assert_same_load(native, exact)
+    assert native.partitions and native.final_present
+
+
 @pytest.mark.parametrize("config", [
     GenConfig(seed=3, lines=1500),
     GenConfig(seed=4, lines=1500, idempotent=False, p_crash=0.05, p_reassign=0.05, dangling=True),
@@ -92,46 +102,79 @@ def native_final(path: Path) -> FinalLog | None:
 ], ids=["default", "crashes-dangling", "one-partition", "four-partitions"])
 def test_valid_runs_load_the_same_with_and_without_the_c_reader(tmp_path, monkeypatch, config):
     generate_to_dir(tmp_path, config)
-    native = load_run(tmp_path)
-    assert native.fresh and native.builder is None
-    with monkeypatch.context() as m:
-        python_only(m)
-        python = load_run(tmp_path)
-    assert not python.fresh
-    assert native.partitions == python.partitions
-    assert list(native.partitions) == list(python.partitions)
-    assert native.counts == python.counts
+    native, exact = loaded_both_ways(tmp_path, monkeypatch)
+    assert native.fresh and native.builder is None and not exact.fresh
+    assert_same_load(native, exact)
     assert native.final_present and not native.errors and not native.warnings
 
 
-def test_a_consumer_group_history_goes_to_the_python_readers_and_loads_as_the_exact_reader_loads_it(
-        tmp_path, monkeypatch):
-    """Commits and resumes (a group's) are built by the Python readers alone: the C reader hands
-    such a file over, and the fast path and the exact reader make the same commits and resumes."""
+def test_what_the_verdict_reads_of_a_partition_is_its_final_read(tmp_path, monkeypatch):
+    """`finals`: present and complete as the final read is, by either reader:
+    a read-state saying incomplete, reads without one (complete), a partition
+    in final.jsonl with replica records only (no final read), and one absent
+    from final.jsonl altogether."""
+    generate_to_dir(tmp_path, GenConfig(seed=15, lines=1500, partitions=4))
+    with open(tmp_path / "final.jsonl", "rb+") as f:
+        kept = [text for text in f.read().splitlines(keepends=True)
+                if b'"partition":3' not in text and not (b'"partition":2' in text and b'"read-state"' in text)]
+        kept.append(line(kind="read-state", topic="fp", partition=1, complete=False))
+        kept.append(line(kind="replica", node="n1", topic="fp", partition=7, offset=0, value="x"))
+        f.seek(0)
+        f.truncate()
+        f.write(b"".join(kept))
+    native, exact = loaded_both_ways(tmp_path, monkeypatch)
+    assert_same_load(native, exact)
+    assert native.finals == {("fp", 0): FinalState(True, True), ("fp", 1): FinalState(True, False),
+                             ("fp", 2): FinalState(True, True), ("fp", 3): FinalState(False, False),
+                             ("fp", 7): FinalState(False, False)}
+    for run in (native, exact):
+        assert run.finals == {key: FinalState(ph.final is not None, ph.final_complete)
+                              for key, ph in run.partitions.items()}
+
+
+def test_unknown_fields_are_ignored_by_both_readers(tmp_path, monkeypatch):
+    """Unknown fields, even non-ASCII ones and (in nemesis values, which
+    nothing reads) integers beyond 64 bits, are ignored: the same load, silent."""
+    out = []
+    for text in LINES["history.jsonl"]:
+        d = orjson.loads(text)
+        d["extra"] = {"anything": [1, "é", None]}
+        text = orjson.dumps(d)
+        if d["process"] == "nemesis" and isinstance(d.get("value"), dict):
+            text = text.replace(b'"value":{', b'"value":{"more":' + str(2**70).encode() + b",", 1)
+        out.append(text + b"\n")
+    run_dir = run_of(tmp_path, out, LINES["final.jsonl"])
+    native, exact = loaded_both_ways(run_dir, monkeypatch)
+    assert_same_load(native, exact)
+    assert not exact.errors and not exact.warnings and exact.partitions
+
+
+def test_a_consumer_group_history_goes_to_the_exact_reader(tmp_path, monkeypatch):
+    """Commits and resumes (a group's) are built by the exact reader alone: the C reader hands
+    such a history over (and still reads final.jsonl)."""
     generate_to_dir(tmp_path, GenConfig(seed=12, lines=2000, consumers=3, group=True))
     table, reason = native_load._native.read_history(str(tmp_path / "history.jsonl"))
     assert table is None and ("consumer group" in reason or "client f" in reason), reason
-    native = load_run(tmp_path)
+    native, exact = loaded_both_ways(tmp_path, monkeypatch)
     assert not native.fresh
     assert sum(len(ph.commits) for ph in native.partitions.values()) > 20
     assert sum(len(ph.resumes) for ph in native.partitions.values()) > 5
-    python_only(monkeypatch)
-    assert load_run(tmp_path).partitions == native.partitions
-    from harness import loading
-    monkeypatch.setattr(loading, "read_grouped", lambda path: None)  # the exact reader alone
-    assert load_run(tmp_path).partitions == native.partitions
+    assert_same_load(native, exact)
 
 
-def test_a_lazy_load_builds_each_partition_as_an_eager_one_and_stubs_what_the_verdict_reads(tmp_path):
+def test_a_lazy_load_builds_each_partition_as_an_eager_one(tmp_path):
     generate_to_dir(tmp_path, GenConfig(seed=10, lines=1200, dangling=True))
     eager = load_run(tmp_path)
     lazy = load_run(tmp_path, lazy=True)
-    assert lazy.builder is not None and list(lazy.partitions) == list(eager.partitions)
+    assert lazy.builder is not None and lazy.partitions == {}
+    assert lazy.keys() == eager.keys() == list(eager.partitions)
+    assert lazy.finals == eager.finals
     for key, ph in eager.partitions.items():
-        assert lazy.partitions[key] == verdict_stub(ph)
         assert lazy.partition(key) == ph and lazy.partition(key) is not ph
         assert lazy.partition_size(key) == eager.partition_size(key)
     assert lazy.counts == eager.counts
+    header = lazy.header()
+    assert header.partitions == {} and header.builder is None and header.finals == eager.finals
 
 
 def test_the_final_reads_records_are_shared_with_the_polls_and_each_value_is_one_string(tmp_path):
@@ -175,13 +218,12 @@ def test_escapes_whitespace_and_field_order_are_read_natively(tmp_path, monkeypa
     assert tables.history is not None and tables.final is not None, (tables.history_why, tables.final_why)
     native = load_run(run_dir)
     python_only(monkeypatch)
-    python = load_run(run_dir)
-    assert native.partitions == python.partitions and native.counts == python.counts
+    assert_same_load(native, load_run(run_dir))
     (send,) = native.partitions[("fp", 0)].sends
     assert send.error == 'KafkaError{str="Broker: A \\ / \t"}' and send.outcome == "info"
 
 
-def test_operations_never_completed_are_info_as_the_python_readers_make_them(tmp_path, monkeypatch):
+def test_operations_never_completed_are_info_as_the_exact_reader_makes_them(tmp_path, monkeypatch):
     """A history cut off at the end (the harness died): a poll, an assign, a
     crash and a send of four processes still pending."""
     assign = {"partitions": [["fp", 0], ["fp", 1]], "from": "beginning"}
@@ -202,8 +244,7 @@ def test_operations_never_completed_are_info_as_the_python_readers_make_them(tmp
     native = load_run(run_dir)
     assert native.fresh
     python_only(monkeypatch)
-    python = load_run(run_dir)
-    assert native.partitions == python.partitions and native.counts == python.counts
+    assert_same_load(native, load_run(run_dir))
     polls = native.partitions[("fp", 1)].polls
     assert [(p.invoke_index, p.outcome, p.complete_index) for p in polls] == [(4, "ok", 5), (6, "info", None)]
     assert [(r.process, r.f) for r in native.partitions[("fp", 0)].resets] == [(5, "assign"), (6, "assign"),
@@ -232,16 +273,14 @@ def test_operations_never_completed_are_info_as_the_python_readers_make_them(tmp
      "a completion unlike its invoke"),
     ([b"\n"], "an empty line"),
 ])
-def test_what_the_c_reader_is_not_sure_of_goes_to_the_python_readers(tmp_path, monkeypatch, history, why):
+def test_what_the_c_reader_is_not_sure_of_goes_to_the_exact_reader(tmp_path, monkeypatch, history, why):
     run_dir = run_of(tmp_path, history)
     table, reason = native_load._native.read_history(str(run_dir / "history.jsonl"))
     assert table is None and reason.startswith("line "), why
-    native = load_run(run_dir)  # the Python readers read it, and say what they say
+    native = load_run(run_dir)  # the exact reader reads it, and says what it says
     assert not native.fresh
     python_only(monkeypatch)
-    python = load_run(run_dir)
-    assert native.partitions == python.partitions and native.counts == python.counts
-    assert native.errors == python.errors and native.warnings == python.warnings
+    assert_same_load(native, load_run(run_dir))
 
 
 @pytest.mark.parametrize("final, why", [
@@ -251,7 +290,7 @@ def test_what_the_c_reader_is_not_sure_of_goes_to_the_python_readers(tmp_path, m
     ([line(kind="snapshot", topic="fp", partition=0)], "an unknown kind"),
     ([line(kind="read-state", topic="fp", partition=0, complete=1)], "complete not a boolean"),
 ])
-def test_a_final_log_the_c_reader_is_not_sure_of_goes_to_the_python_reader(tmp_path, monkeypatch,
+def test_a_final_log_the_c_reader_is_not_sure_of_goes_to_the_exact_reader(tmp_path, monkeypatch,
                                                                            final, why):
     history = [line(index=0, time=1, process=0, type="invoke", f="send", value=SEND)]
     run_dir = run_of(tmp_path, history, final)
@@ -260,26 +299,23 @@ def test_a_final_log_the_c_reader_is_not_sure_of_goes_to_the_python_reader(tmp_p
     native = load_run(run_dir)
     assert native.fresh  # the history is still the C reader's
     python_only(monkeypatch)
-    python = load_run(run_dir)
-    assert native.partitions == python.partitions and native.counts == python.counts
-    assert native.errors == python.errors and native.warnings == python.warnings
+    assert_same_load(native, load_run(run_dir))
 
 
-def test_a_history_left_to_the_python_readers_gets_the_c_readers_final_log(tmp_path, monkeypatch):
+def test_a_history_left_to_the_exact_reader_gets_the_c_readers_final_log(tmp_path, monkeypatch):
     generate_to_dir(tmp_path, GenConfig(seed=11, lines=900, partitions=2))
-    with open(tmp_path / "history.jsonl", "ab") as f:  # a torn last line: the Python readers' to report
+    with open(tmp_path / "history.jsonl", "ab") as f:  # a torn last line: the exact reader's to report
         f.write(b'{"index":')
     tables = native_load.read_tables(tmp_path / "history.jsonl", tmp_path / "final.jsonl")
     assert tables.history is None and tables.final is not None
     native = load_run(tmp_path)
     assert not native.fresh and any("the last line is ignored" in w for w in native.warnings)
     python_only(monkeypatch)
-    python = load_run(tmp_path)
-    assert native.partitions == python.partitions and native.counts == python.counts
-    assert native.warnings == python.warnings and all(ph.final for ph in native.partitions.values())
+    assert_same_load(native, load_run(tmp_path))
+    assert all(ph.final for ph in native.partitions.values())
 
 
-def test_a_file_it_cannot_read_is_left_to_the_python_readers(tmp_path):
+def test_a_file_it_cannot_read_is_left_to_the_exact_reader(tmp_path):
     (tmp_path / "history.jsonl").mkdir()
     table, why = native_load._native.read_history(str(tmp_path / "history.jsonl"))
     assert table is None and "cannot read it" in why
@@ -305,6 +341,19 @@ def test_mutated_histories_give_up_or_agree_with_the_exact_reader(tmp_path_facto
 def test_mutated_final_logs_give_up_or_agree_with_the_exact_reader(tmp_path_factory, data):
     final_gives_up_or_agrees(native_final, tmp_path_factory.mktemp("f"),
                              data.draw(mutation(LINES["final.jsonl"])))
+
+
+@SETTINGS
+@given(st.data())
+def test_mutated_runs_load_the_same_with_and_without_the_c_reader(tmp_path_factory, data):
+    """Whatever file the C reader gives up on, load_run gives what the exact
+    reader gives: the same partitions, finals, counts, errors and warnings."""
+    run_dir = tmp_path_factory.mktemp("run")
+    name = data.draw(st.sampled_from(sorted(LINES)))
+    for file, lines in {**LINES, name: data.draw(mutation(LINES[name]))}.items():
+        (run_dir / file).write_bytes(b"".join(lines))
+    with pytest.MonkeyPatch.context() as m:
+        assert_same_load(*loaded_both_ways(run_dir, m))
 
 
 @pytest.mark.slow

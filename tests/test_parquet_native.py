@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from harness import native_load
 from tests.synth.generate import GenConfig, generate_to_dir
-from tests.test_input_fuzz import LINES, mutation
+from tests.mutation_support import LINES, mutation
 
 pq = pytest.importorskip("pyarrow.parquet", reason="pip install -e '.[spark]'")
 
