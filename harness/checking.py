@@ -2,14 +2,16 @@
 verdict, write results.json (and counterexample pages), print a summary.
 
 Parallelism (`jobs`, default one per CPU): a large run (LOADER_MIN_BYTES of
-history) is loaded and checked in a forked process, which sends back only the
-reports and what the verdict reads, and exits without spending time on
-freeing what it loaded. There, final.jsonl is read in a forked process while
-the history is read (harness/loading.py); then the
-partitions are checked in worker processes forked after the load, each
-reading the loaded run through the pages it shares copy-on-write with this
-one, and sending back its reports, pickled through a pipe, before it exits
-(holding the copies it checked until then: freeing them is time for nothing).
+history) is loaded and checked in a forked process (`_Loader`), which sends
+back only the reports and what the verdict reads, and exits without spending
+time on freeing what it loaded. There, final.jsonl is read while the history
+is read (harness/loading.py); then the partitions are checked in worker
+processes (`_Worker`) forked after the load, each reading the loaded run
+through the pages it shares copy-on-write with this one, and sending back its
+reports, pickled through a pipe, before it exits. A forked process keeps what
+it loaded, built or copied on its entry point (Forked's `fn`, which Forked
+holds until the process leaves by os._exit, harness/forked.py): dropped, it
+would be freed object by object (0.4 s for a million lines) for nothing.
 What travels back is small: past the examples results.json shows, an
 anomaly is sent as its name only (`compact`). A worker's exception is raised
 here with the worker's traceback as its cause. `jobs=1`, a small run (below
@@ -39,7 +41,7 @@ import os
 import sys
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -91,7 +93,7 @@ def check_run(run_dir: Path | str, *, write: bool = True, out: Any = _STDOUT,
     run_dir = Path(run_dir)
     section = None
     if jobs > 1 and _history_bytes(run_dir) >= LOADER_MIN_BYTES and can_fork():
-        loader = Forked(f"the process loading and checking {run_dir}", _load_and_check, run_dir, jobs, [])
+        loader = Forked(f"the process loading and checking {run_dir}", _Loader(), run_dir, jobs)
         try:
             # the liveness verdict's pass over the history, here while the forked process checks
             section = liveness(run_dir, read_test(run_dir / TEST_FILE))
@@ -110,18 +112,20 @@ def check_run(run_dir: Path | str, *, write: bool = True, out: Any = _STDOUT,
     return CheckOutcome(verdict.valid, results, verdict.exit_code)
 
 
-def _load_and_check(run_dir: Path, jobs: int, held: list[Any]
-                    ) -> tuple[LoadedRun, list[PartitionReport]]:
-    """What the forked loading process sends back: the loaded run's
-    `header()` (what the verdict reads) and the reports of its partitions,
-    compacted (results.json shows EXAMPLES_PER_ANOMALY examples of each
-    anomaly). The loaded run goes into `held`, which the forked process keeps
-    until it exits: dropped, it would be freed object by object (0.4 s for a
-    million lines) for nothing."""
-    run = load_run(run_dir, parallel=True, lazy=True)
-    reports = check_partitions(run, jobs, keep=EXAMPLES_PER_ANOMALY, held=held)
-    held.append(run)
-    return run.header(), reports
+@dataclass(slots=True)
+class _Loader:
+    """The forked process that loads and checks a large run (Forked's `fn`):
+    it sends back the run's `header()` (what the verdict reads) and the
+    reports of its partitions, compacted (results.json shows
+    EXAMPLES_PER_ANOMALY examples of each anomaly). The loaded run stays in
+    `run` until the process leaves (see the module docstring)."""
+
+    run: LoadedRun | None = None
+
+    def __call__(self, run_dir: Path, jobs: int) -> tuple[LoadedRun, list[PartitionReport]]:
+        self.run = load_run(run_dir, parallel=True, lazy=True)
+        reports = check_partitions(self.run, jobs, keep=EXAMPLES_PER_ANOMALY)
+        return self.run.header(), reports
 
 
 def _history_bytes(run_dir: Path) -> int:
@@ -141,14 +145,14 @@ def default_jobs(jobs: int | None) -> int:
     return jobs
 
 
-def check_partitions(run: LoadedRun, jobs: int | None = 1, keep: int | None = None,
-                     held: list[Any] | None = None) -> list[PartitionReport]:
+def check_partitions(run: LoadedRun, jobs: int | None = 1, keep: int | None = None
+                     ) -> list[PartitionReport]:
     """The report of each partition of `run`, in `run.keys()` order,
     checked by up to `jobs` worker processes (1, the default: in this process;
     None: os.cpu_count()). With `keep`, the reports keep only the first
     `keep` anomalies of each name in full (see `compact`), whichever process
     made them. A lazily loaded run's partitions are built where they are
-    checked; those built or copied in this process go into `held` if given."""
+    checked; in this process, each is dropped once checked."""
     keys = run.keys()
     sizes = [run.partition_size(key) for key in keys]
     jobs = default_jobs(jobs)
@@ -157,30 +161,24 @@ def check_partitions(run: LoadedRun, jobs: int | None = 1, keep: int | None = No
     with _collector_off():
         shares = _shares(sizes, jobs) if jobs > 1 else []
         if len(shares) <= 1:
-            reports = [_check(run, key, keep, held) for key in keys]
+            reports = [_check(run, key, keep) for key in keys]
             return reports if keep is None else [compact(report, keep) for report in reports]
         return _check_in_workers(run, keys, shares, keep,
                                  worker_cpus(jobs, len(shares), _usable_cpus()))
 
 
-def _check(run: LoadedRun, key: PartitionKey, keep: int | None,
-           held: list[Any] | None = None) -> PartitionReport:
+def _check(run: LoadedRun, key: PartitionKey, keep: int | None) -> PartitionReport:
     """`check_partition` of `run`'s partition `key` (`_checked`)."""
-    return check_partition(_checked(run, key, held), run.options, keep)
+    return check_partition(_checked(run, key), run.options, keep)
 
 
-def _checked(run: LoadedRun, key: PartitionKey, held: list[Any] | None) -> PartitionHistory:
+def _checked(run: LoadedRun, key: PartitionKey) -> PartitionHistory:
     """What the checks of `key` walk: the partition, built now if the run was
     loaded lazily; a large partition loaded by the exact reader on a fresh
-    copy (`fresh_copy`: its objects are scattered over the heap). What was
-    built or copied here goes into `held` when given."""
+    copy (`fresh_copy`: its objects are scattered over the heap)."""
     ph = run.partition(key)
     if not run.fresh and run.partition_size(key) >= COPY_MIN_OPS:
-        ph = fresh_copy(ph)
-    elif run.builder is None:
-        return ph
-    if held is not None:
-        held.append(ph)
+        return fresh_copy(ph)
     return ph
 
 
@@ -246,12 +244,12 @@ def _check_in_workers(run: LoadedRun, keys: list[PartitionKey], shares: list[lis
     partition checked in two. Every worker is reaped before this returns or
     raises."""
     children: list[tuple[Forked, list[Task]]] = []
+    worker = _Worker(run, keys, keep, cpus)  # each forked worker calls its own copy
     try:
         for share in shares:
             names = ", ".join(f"{keys[i][0]}/{keys[i][1]}"
                               + ("" if half is None else f" ({half} half)") for i, half in share)
-            children.append((Forked(f"the check worker of {names}", _work, run, keys, share,
-                                    keep, cpus, []), share))
+            children.append((Forked(f"the check worker of {names}", worker, share), share))
         collect([child for child, _ in children])
         reports: list[PartitionReport | None] = [None] * len(keys)
         halves: dict[int, dict[str, PartitionReport]] = {}
@@ -326,21 +324,32 @@ def _balanced(tasks: list[tuple[float, Task]], jobs: int) -> tuple[float, list[l
     return max(loads, default=0.0), shares
 
 
-def _work(run: LoadedRun, keys: list[PartitionKey], share: list[Task], keep: int | None,
-          cpus: frozenset[int] | None, held: list[Any]) -> list[PartitionReport]:
-    """What a worker process does: the reports of `share` (whole or half),
-    compacted; on `cpus` when given. The partitions it builds or copies go
-    into `held`, which the worker keeps until it exits: freeing them would be
-    wasted time."""
-    if cpus is not None:
-        os.sched_setaffinity(0, cpus)
-    reports = []
-    for i, half in share:
-        if half is None:
-            reports.append(_check(run, keys[i], keep, held))
-        else:
-            reports.append(check_half(_checked(run, keys[i], held), run.options, half, keep=keep))
-    return reports if keep is None else [compact(report, keep) for report in reports]
+@dataclass(slots=True)
+class _Worker:
+    """A check worker, a forked process (Forked's `fn`): the reports of its
+    share of `run`'s partitions `keys` (each whole or a half), compacted with
+    `keep`; on `cpus` when given. What it checked (built or copied here)
+    stays in `checked` until the process leaves (see the module docstring)."""
+
+    run: LoadedRun
+    keys: list[PartitionKey]
+    keep: int | None
+    cpus: frozenset[int] | None
+    checked: list[PartitionHistory] = field(default_factory=list)
+
+    def __call__(self, share: list[Task]) -> list[PartitionReport]:
+        if self.cpus is not None:
+            os.sched_setaffinity(0, self.cpus)
+        run, keep = self.run, self.keep
+        reports = []
+        for i, half in share:
+            ph = _checked(run, self.keys[i])
+            self.checked.append(ph)
+            if half is None:
+                reports.append(check_partition(ph, run.options, keep))
+            else:
+                reports.append(check_half(ph, run.options, half, keep=keep))
+        return reports if keep is None else [compact(report, keep) for report in reports]
 
 
 @contextmanager

@@ -127,12 +127,12 @@ def test_a_worker_holds_itself_to_its_cpus_and_what_it_built_until_it_exits(tmp_
     whole = load_run(run_dir).partitions[keys[0]]
     before = os.sched_getaffinity(0)
     one = min(before)
-    held: list = []
-    try:  # _work as a worker runs it, here in this process
-        reports = checking._work(run, keys, [(0, None)], None, frozenset({one}), held)
+    worker = checking._Worker(run, keys, None, frozenset({one}))
+    try:  # as a forked worker runs it, here in this process
+        reports = worker([(0, None)])
         assert os.sched_getaffinity(0) == {one}
     finally:
         os.sched_setaffinity(0, before)
     assert reports == [check_partition(whole, run.options)]
-    (checked,) = held  # what it built or copied and checked, still referenced: never freed there
+    (checked,) = worker.checked  # what it built or copied and checked, still referenced: never freed there
     assert checked == whole and checked is not whole

@@ -68,7 +68,7 @@ def test_bad_input_found_by_the_loading_process_is_a_usage_error(tmp_path, alway
 
 
 @pytest.mark.parametrize("reader", ["native", "python"])
-def test_the_loading_process_sends_the_header_and_holds_what_it_loaded(tmp_path, always_fork, reader,
+def test_the_loading_process_sends_the_header_and_keeps_what_it_loaded(tmp_path, always_fork, reader,
                                                                       monkeypatch):
     # Run here (not forked), to look at both: what goes back is what the verdict
     # reads; what was loaded stays referenced until the process exits.
@@ -82,13 +82,13 @@ def test_the_loading_process_sends_the_header_and_holds_what_it_loaded(tmp_path,
         pytest.skip("the C reader was not compiled")
     run_dir = planted_run(tmp_path, "lost-write/missing", 1)
     whole = load_run(run_dir)
-    held: list = []
-    run, reports = checking._load_and_check(run_dir, 2, held)
+    loader = checking._Loader()
+    run, reports = loader(run_dir, 2)
     assert run.partitions == {} and run.builder is None  # the tables stay in the loading process
     assert run.keys() == list(whole.partitions) == [(r.topic, r.partition) for r in reports]
     assert run.finals == whole.finals == {
         key: FinalState(ph.final is not None, ph.final_complete) for key, ph in whole.partitions.items()}
-    (kept,) = held
+    kept = loader.run
     if reader == "native":  # the partitions were built by the workers; the tables stay here
         assert kept.partitions == {} and kept.builder is not None
         assert [kept.partition(key) for key in run.keys()] == list(whole.partitions.values())
