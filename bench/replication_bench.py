@@ -46,6 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from confluent_kafka import Producer  # noqa: E402
 
 from bench.producer_load import VALUE_BYTES, latency_at_rate, percentile, produce_throughput  # noqa: E402
+from clusters.modes import TRUNCATION_MODES  # noqa: E402
 from tests.local_cluster import LocalCluster  # noqa: E402
 
 TOPIC_CONFIGS = {"min.insync.replicas": "2"}
@@ -131,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=10)
     parser.add_argument("--failover-rate", type=int, default=1_000, help="msgs/s while the leader is killed")
     parser.add_argument("--session-timeout-ms", type=int, default=6_000)
-    parser.add_argument("--truncation", default="kip320", choices=("hw", "kip101", "kip279", "kip320"))
+    parser.add_argument("--truncation", default="kip320", choices=TRUNCATION_MODES)
     parser.add_argument("--keep", action="store_true", help="keep the data directories and logs")
     args = parser.parse_args(argv)
 

@@ -62,7 +62,7 @@ import time
 import traceback
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 

@@ -30,7 +30,7 @@ from nemesis.context import NemesisContext
 from nemesis.grudges import Grudge, grudge_for, grudge_json
 from nemesis.recording import recorded
 from nemesis.roles import resolve_role
-from nemesis.spec import ROLE_TARGETS, FaultSpec
+from nemesis.spec import ROLE_TARGETS, FaultSpec, fault_ops
 from nemesis.targets import pick_nodes
 
 
@@ -74,7 +74,7 @@ class PartitionFault(Fault):
 
     def start(self, ctx: NemesisContext) -> None:
         target = self.spec.target
-        with recorded(ctx.recorder, "start-partition", {"target": target}) as op:
+        with recorded(ctx.recorder, fault_ops("partition")[0], {"target": target}) as op:
             leader, about = self._role_node(ctx)
             if "skipped" in about:
                 op.value = self.done = {"target": target, **about}
@@ -87,7 +87,7 @@ class PartitionFault(Fault):
     def stop(self, ctx: NemesisContext) -> None:
         if self.grudge is None:
             return
-        with recorded(ctx.recorder, "stop-partition", {"grudge": grudge_json(self.grudge)}):
+        with recorded(ctx.recorder, fault_ops("partition")[1], {"grudge": grudge_json(self.grudge)}):
             ctx.cluster.heal_network()
         self.grudge = None
 
@@ -140,7 +140,7 @@ class ProcessFault(Fault):
 
 
 class PauseFault(ProcessFault):
-    start_f, stop_f = "pause", "resume"
+    start_f, stop_f = fault_ops("pause")
 
     def apply(self, ctx: NemesisContext, node: str) -> None:
         ctx.cluster.pause(node)
@@ -150,7 +150,7 @@ class PauseFault(ProcessFault):
 
 
 class KillFault(ProcessFault):
-    start_f, stop_f = "kill", "start"
+    start_f, stop_f = fault_ops("kill")
 
     def apply(self, ctx: NemesisContext, node: str) -> None:
         ctx.cluster.kill(node)
@@ -163,7 +163,7 @@ class KillFault(ProcessFault):
 class PowerCutFault(KillFault):
     """A power cut of each node: what its lazy disks hold that was not made durable is lost, its
     processes are killed (the cluster must run on lazy disks: checked up front, catalog.check_fault)."""
-    start_f = "power-cut"
+    start_f, stop_f = fault_ops("power-cut")
 
     def apply(self, ctx: NemesisContext, node: str) -> None:
         loss = ctx.cluster.power_cut(node)

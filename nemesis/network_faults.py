@@ -15,7 +15,7 @@ from nemesis.faults import Fault, ProcessFault
 from nemesis.grudges import Grudge, from_clients, grudge_json
 from nemesis.netem import NetemOptions
 from nemesis.recording import recorded
-from nemesis.spec import FaultSpec
+from nemesis.spec import FaultSpec, fault_ops
 from nemesis.targets import pick_nodes
 
 CLIENTS = "clients"  # the grudge peer standing for the harness's clients (clusters.cluster.CLIENTS)
@@ -32,7 +32,7 @@ class ClientPartitionFault(Fault):
 
     def start(self, ctx: NemesisContext) -> None:
         target = self.spec.target
-        with recorded(ctx.recorder, "start-client-partition", {"target": target}) as op:
+        with recorded(ctx.recorder, fault_ops("client-partition")[0], {"target": target}) as op:
             node, about = self._role_node(ctx)
             if "skipped" in about:
                 op.value = self.done = {"target": target, **about}
@@ -46,14 +46,14 @@ class ClientPartitionFault(Fault):
     def stop(self, ctx: NemesisContext) -> None:
         if self.grudge is None:
             return
-        with recorded(ctx.recorder, "stop-client-partition", {"grudge": grudge_json(self.grudge)}):
+        with recorded(ctx.recorder, fault_ops("client-partition")[1], {"grudge": grudge_json(self.grudge)}):
             ctx.cluster.reconnect(self.grudge)
         self.grudge = None
 
 
 class NetemFault(ProcessFault):
     """tc netem on each node a target picks (the nodes as for pause and kill)."""
-    start_f, stop_f = "start-netem", "stop-netem"
+    start_f, stop_f = fault_ops("netem")
 
     def settings(self, ctx: NemesisContext) -> dict:
         self._options = NetemOptions.from_mapping(ctx.netem)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from nemesis.context import NemesisContext
 from nemesis.faults import Fault
 from nemesis.recording import recorded
-from nemesis.spec import RANDOM_PARTITION, FaultSpec
+from nemesis.spec import RANDOM_PARTITION, FaultSpec, fault_ops
 
 
 class ReassignFault(Fault):
@@ -33,7 +33,7 @@ class ReassignFault(Fault):
 
     def start(self, ctx: NemesisContext) -> None:
         wanted = None if self.spec.target == RANDOM_PARTITION else int(self.spec.target)
-        with recorded(ctx.recorder, "start-reassign", {"topic": ctx.topic, "partition": wanted}) as op:
+        with recorded(ctx.recorder, fault_ops("reassign")[0], {"topic": ctx.topic, "partition": wanted}) as op:
             partition = ctx.choose_partition(wanted)
             before = list(ctx.view(partition).replicas)
             after, rotated = new_replicas(before, ctx.cluster.broker_nodes, ctx.rng)
@@ -46,7 +46,7 @@ class ReassignFault(Fault):
         if self.moved is None:
             return
         partition, before = self.moved
-        with recorded(ctx.recorder, "stop-reassign", {"topic": ctx.topic, "partition": partition, "to": before}):
+        with recorded(ctx.recorder, fault_ops("reassign")[1], {"topic": ctx.topic, "partition": partition, "to": before}):
             ctx.cluster.reassign(ctx.topic, partition, before, ctx.timeout)
         self.moved = None
 

@@ -53,15 +53,22 @@ class FaultKind:
     least_brokers: int = 1  # whatever the target (a target may need more: `catalog.check_fault`)
     partition_target: bool = False  # the target is a partition number of the topic (or `random`)
     shapes_traffic: bool = False  # needs a backend that can shape a node's packets (tc netem)
+    # The nemesis ops (history `f`) that start the fault and heal it; "" for scenarios and
+    # clean restarts, whose steps heal themselves.
+    start_f: str = ""
+    stop_f: str = ""
 
 
 FAULT_KINDS: dict[str, FaultKind] = {k.name: k for k in (
     FaultKind("partition", PARTITION_TARGETS, "one", False, "cut the network (iptables DROP in the nodes)",
-              cuts_network=True),
-    FaultKind("pause", PROCESS_TARGETS, "one", False, "SIGSTOP the node's processes; heal: SIGCONT"),
-    FaultKind("kill", PROCESS_TARGETS, "one", False, "kill -9 the node's processes; heal: start them again"),
+              cuts_network=True, start_f="start-partition", stop_f="stop-partition"),
+    FaultKind("pause", PROCESS_TARGETS, "one", False, "SIGSTOP the node's processes; heal: SIGCONT",
+              start_f="pause", stop_f="resume"),
+    FaultKind("kill", PROCESS_TARGETS, "one", False, "kill -9 the node's processes; heal: start them again",
+              start_f="kill", stop_f="start"),
     FaultKind("power-cut", PROCESS_TARGETS, "one", False,
-              "lose what the node's lazy disks hold unsynced, kill -9 (flush = lazy); heal: start them again"),
+              "lose what the node's lazy disks hold unsynced, kill -9 (flush = lazy); heal: start them again",
+              start_f="power-cut", stop_f="start"),
     FaultKind("leader-bounce", (), RANDOM_PARTITION, True,
               "KIP-101 scenario 1: pause the leader, kill -9 and restart a follower, kill the leader, "
               "wait for the election, restart the old leader", least_brokers=2, partition_target=True),
@@ -74,17 +81,18 @@ FAULT_KINDS: dict[str, FaultKind] = {k.name: k for k in (
               partition_target=True),
     FaultKind("client-partition", CLIENT_PARTITION_TARGETS, "leader", False,
               "cut one broker off from the harness's clients (producers, consumers) while the brokers "
-              "still see each other (iptables DROP of the clients' address)", cuts_network=True),
+              "still see each other (iptables DROP of the clients' address)", cuts_network=True,
+              start_f="start-client-partition", stop_f="stop-client-partition"),
     FaultKind("netem", NETEM_TARGETS, "one", False,
               "degrade the node's outgoing packets (tc netem: delay with jitter, loss, duplication, "
-              "reordering); heal: remove the qdisc", shapes_traffic=True),
+              "reordering); heal: remove the qdisc", shapes_traffic=True, start_f="start-netem", stop_f="stop-netem"),
     FaultKind("restart", PROCESS_TARGETS, "one", True,
               "a clean restart: SIGTERM (controlled shutdown), then start the node again"),
     FaultKind("rolling-restart", ROLLING_TARGETS, "all", True,
               "every broker in turn: a clean restart, then wait until it is back in every ISR"),
     FaultKind("reassign", (), RANDOM_PARTITION, False,
               "move a partition's replicas to other brokers (the admin API, or ZooKeeper before 2.4); "
-              "heal: move them back", partition_target=True),
+              "heal: move them back", partition_target=True, start_f="start-reassign", stop_f="stop-reassign"),
     FaultKind("kip101-divergence", (), RANDOM_PARTITION, True,
               "KIP-101 scenario 2: power-cut every replica, the leader with more on disk; the one with less "
               "returns first and leads, then the old leader (flush = lazy)", least_brokers=2, partition_target=True),
@@ -92,6 +100,26 @@ FAULT_KINDS: dict[str, FaultKind] = {k.name: k for k in (
               "KIP-966: cut the followers off from the leader until its ISR is itself, power-cut it, heal, "
               "restart it (flush = lazy)", cuts_network=True, least_brokers=2, partition_target=True),
 )}
+
+
+def stops_by_f(kinds: dict[str, FaultKind], extra: dict[str, tuple[str, ...]] | None = None
+               ) -> dict[str, tuple[str, ...]]:
+    """Heal op (`stop_f`) -> the faults of `kinds` it heals, in catalogue order, with `extra` added."""
+    stops: dict[str, tuple[str, ...]] = {}
+    for kind in kinds.values():
+        if kind.stop_f:
+            stops[kind.stop_f] = (*stops.get(kind.stop_f, ()), kind.name)
+    for f, names in (extra or {}).items():
+        stops[f] = (*stops.get(f, ()), *names)
+    return stops
+
+
+def fault_ops(name: str) -> tuple[str, str]:
+    """(start f, stop f) of the fault `name`: the nemesis ops its start and heal record."""
+    kind = FAULT_KINDS[name]
+    return kind.start_f, kind.stop_f
+
+
 # Faults that need the cluster on lazy disks (flush = "lazy"): a run that names one gets it by default.
 LAZY_FAULTS = ("power-cut", "kip101-divergence", "last-replica-standing")
 

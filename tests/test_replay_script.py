@@ -75,6 +75,33 @@ def test_the_recorded_ops_become_a_script_of_units(tmp_path):
     assert [e.at for e in flatten(units)] == [0.0, 1.5, 3.0, 4.25, 6.0, 10.0, 12.0, 14.0]
 
 
+def test_the_faults_of_clients_packets_and_replicas_are_replayed_too(tmp_path):
+    """client-partition, netem and reassign start and heal with ops of their own (the catalogue's,
+    nemesis/spec.py); a reassign is replayed on the partition it moved."""
+    lines: list = []
+    nemesis(lines, 0.0, "invoke", "start-client-partition", {"target": "leader"})
+    nemesis(lines, 0.1, "info", "start-client-partition", {"target": "leader", "grudge": {}})
+    nemesis(lines, 1.0, "invoke", "start-netem", {"target": "minority"})
+    nemesis(lines, 1.1, "info", "start-netem", {"target": "minority", "nodes": ["n2"]})
+    nemesis(lines, 2.0, "invoke", "start-reassign", {"topic": "fp", "partition": 1})
+    nemesis(lines, 2.5, "info", "start-reassign", {"topic": "fp", "partition": 1, "replicas": [1, 2, 3], "to": [2, 3, 4]})
+    nemesis(lines, 3.0, "invoke", "stop-client-partition", {"grudge": {}})
+    nemesis(lines, 3.1, "info", "stop-client-partition", {"grudge": {}})
+    nemesis(lines, 4.0, "invoke", "stop-netem", {"nodes": ["n2"]})
+    nemesis(lines, 4.1, "info", "stop-netem", {"nodes": ["n2"]})
+    nemesis(lines, 5.0, "invoke", "stop-reassign", {"topic": "fp", "partition": 1, "to": [1, 2, 3]})
+    nemesis(lines, 5.5, "info", "stop-reassign", {"topic": "fp", "partition": 1, "to": [1, 2, 3]})
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "history.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    units = recorded_script(run_dir, 20.0)
+    assert [[(e.at, e.action) for e in u.entries] for u in units] == [
+        [(0.0, "start client-partition:leader"), (3.0, "stop client-partition")],
+        [(1.0, "start netem:minority"), (4.0, "stop netem")],
+        [(2.0, "start reassign:1"), (5.0, "stop reassign")],
+    ]
+
+
 def test_a_rerun_is_the_recorded_spec_with_the_script_as_its_schedule(tmp_path):
     run_dir = recorded_run(tmp_path)
     test = recorded_test(run_dir)

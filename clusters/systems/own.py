@@ -19,14 +19,13 @@ from typing import Any, Mapping
 from clusters.errors import ClusterConfigError, HostError
 from clusters.hosts.base import Host, HostSet
 from clusters.lazyfs.mount import MODELS as LAZY_MODELS, LazyOptions
+from clusters.modes import FLUSH_MODES, TRUNCATION_MODES
 from clusters.systems.base import PartitionView, ProcessSpec, System, TopicSpec, read_replica_logs
 from clusters.systems.own_controller import call_controller
 
 CONTROLLER_NODE = "controller"
 BROKER_PORT = 9092
 CONTROLLER_PORT = 9093
-TRUNCATION_MODES = ("hw", "kip101", "kip279", "kip320")
-FLUSH_MODES = ("os", "fsync", "lazy")
 LAZY_FLUSH_INTERVAL_MS = 1000  # with flush = "lazy": the broker's fsync period unless flush_interval_ms says
 NO_LEADER = -1
 POLL_S = 0.1

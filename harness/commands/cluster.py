@@ -12,6 +12,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from clusters.hosts import BACKENDS
+from clusters.modes import TRUNCATIONS
 from harness.commands import examples
 from harness.errors import EXIT_VALID, BadInput
 
@@ -33,10 +35,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                             formatter_class=argparse.RawDescriptionHelpFormatter,
                             epilog=examples(EXAMPLES[:2]))
     up.add_argument("--system", default="own", help="what runs on the hosts (default: own)")
-    up.add_argument("--backend", choices=("netns", "process", "docker", "ssh"),
+    up.add_argument("--backend", choices=BACKENDS,
                     help="where the nodes are (default: netns as root on Linux, else process)")
     up.add_argument("--nodes", type=int, default=3, metavar="N", help="number of brokers (default 3)")
-    up.add_argument("--truncation", choices=("hw", "kip101", "kip279", "kip320", "release"),
+    up.add_argument("--truncation", choices=TRUNCATIONS,
                     help="follower truncation: the own broker's mode (default kip320), or for stock Kafka "
                          "its release's own protocol (release, the default) or an emulation through "
                          "inter.broker.protocol.version")

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import re
 
-TRUNCATIONS = ("hw", "kip101", "kip279", "kip320", "release")
+from clusters.modes import TRUNCATIONS
+
 _RELEASE = re.compile(r"(\d+(?:\.\d+)*)(?:-(.+))?")
 
 

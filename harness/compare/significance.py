@@ -14,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from itertools import groupby
 
-from harness.compare.order import TRUNCATIONS, label
+from clusters.modes import TRUNCATIONS
+from harness.compare.order import label
 from harness.compare.table import Row
 from harness.errors import BadInput
 from harness.stats import two_rates_p

@@ -26,10 +26,11 @@ from typing import Any, Iterable
 from harness.errors import BadInput, Problems
 from harness.history import NEMESIS, iter_history
 from harness.rundir.names import HISTORY_FILE
-from nemesis.spec import FAULT_KINDS
+from nemesis.spec import FAULT_KINDS, stops_by_f
 
-START_FS = {"start-partition": "partition", "pause": "pause", "kill": "kill", "power-cut": "power-cut"}
-STOP_FS = {"stop-partition": ("partition",), "resume": ("pause",), "start": ("kill", "power-cut")}
+# The ops that start and heal each fault (the catalogue's, nemesis/spec.py).
+START_FS = {kind.start_f: name for name, kind in FAULT_KINDS.items() if kind.start_f}
+STOP_FS = stops_by_f(FAULT_KINDS)
 SCENARIOS = tuple(name for name, kind in FAULT_KINDS.items() if kind.scenario)
 FINAL_HEAL_SLACK_S = 1.0
 
@@ -79,8 +80,7 @@ def recorded_script(run_dir: Path, time_limit: float) -> list[Unit]:
         value = op.value if isinstance(op.value, dict) else {}
         if op.type == "invoke" and op.f in START_FS:
             name = START_FS[op.f]
-            entries.append((Entry(at, f"start {name}:{value.get('target', FAULT_KINDS[name].default_target)}"),
-                            "start", name))
+            entries.append((Entry(at, f"start {name}:{_target(name, value)}"), "start", name))
             done = _info_after(nemesis, n, op.f)
             nodes = tuple((done or {}).get("nodes") or ())
             active.setdefault(name, []).append((len(entries) - 1, nodes))
@@ -110,6 +110,17 @@ def _info_after(ops: list, n: int, f: str) -> dict[str, Any] | None:
         if op.f == f and op.type == "info":
             return op.value if isinstance(op.value, dict) else None
     return None
+
+
+def _target(name: str, value: dict[str, Any]) -> Any:
+    """The target a fault start was given: its `target`, or for a fault on a partition of the
+    topic the partition it chose (so that the replay moves the same one)."""
+    kind = FAULT_KINDS[name]
+    if "target" in value:
+        return value["target"]
+    if kind.partition_target and isinstance(value.get("partition"), int):
+        return value["partition"]
+    return kind.default_target
 
 
 def _stopped(f: str, nodes: tuple[str, ...], active: dict[str, list[tuple[int, tuple[str, ...]]]]) -> str:

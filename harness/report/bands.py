@@ -35,14 +35,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from nemesis.spec import FAULT_KINDS
+from nemesis.spec import FAULT_KINDS, stops_by_f
 
-FAULT_STARTS = {"start-partition": "partition", "pause": "pause", "kill": "kill",
-                "power-cut": "power-cut", "stop": "stop", "start-client-partition": "client-partition",
-                "start-netem": "netem", "start-reassign": "reassign"}
-FAULT_STOPS = {"stop-partition": ("partition",), "resume": ("pause",),
-               "start": ("kill", "power-cut", "stop"), "stop-client-partition": ("client-partition",),
-               "stop-netem": ("netem",), "stop-reassign": ("reassign",)}
+# The ops that start and heal each fault (nemesis/spec.py), and a scenario's clean `stop` of a
+# node, which its `start` ends.
+STOP = "stop"
+FAULT_STARTS = {**{k.start_f: k.name for k in FAULT_KINDS.values() if k.start_f}, STOP: STOP}
+FAULT_STOPS = stops_by_f(FAULT_KINDS, {"start": (STOP,)})
 # Faults keyed by a value of their own (a grudge, a topic-partition), not by nodes: a stop closes
 # the open one with the same key, else the oldest; a `stop-partition` heals every cut.
 KEYED = {"partition": ("stop-partition",), "client-partition": ("stop-client-partition", "stop-partition"),

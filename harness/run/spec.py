@@ -15,13 +15,11 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping
 
-from clusters.hosts import netns_unavailable
+from clusters.hosts import BACKENDS, netns_unavailable
+from clusters.modes import FLUSH_MODES as FLUSHES, RELEASE_PROTOCOL, TRUNCATIONS
 from harness.errors import BadInput
 from nemesis.spec import LAZY_FAULTS
 
-BACKENDS = ("netns", "process", "docker", "ssh")
-TRUNCATIONS = ("hw", "kip101", "kip279", "kip320", "release")  # release: a stock Kafka release's own protocol
-FLUSHES = ("os", "fsync", "lazy")
 SCHEDULES = ("fixed", "random", "scripted")
 CONSUMER_MODES = ("assign", "subscribe", "mixed")
 PRODUCER_CLIENTS = ("shared", "per-process")
@@ -259,7 +257,7 @@ def _defaults_filled(spec: TestSpec, faults_given: bool) -> TestSpec:
 
 def default_truncation(system: str) -> str:
     """The truncation of a run that names none: stock Kafka's own protocol, kip320 on the own broker."""
-    return "release" if is_kafka(system) else "kip320"
+    return RELEASE_PROTOCOL if is_kafka(system) else "kip320"
 
 
 def is_kafka(system: str) -> bool:

@@ -23,10 +23,10 @@ from typing import Any, Mapping
 
 from clusters.errors import ClusterConfigError
 from clusters.lazyfs.mount import MODELS as LAZY_MODELS
+from clusters.modes import FLUSH_MODES
 from clusters.systems.kafka.release import OWN, TRUNCATIONS, Release
 
 MODES = ("zk", "kraft")
-FLUSH_MODES = ("os", "fsync", "lazy")
 WHOLE_NUMBERS = ("controllers", "min_insync_replicas", "session_timeout_ms", "replica_lag_time_max_ms",
                  "heap_mb", "hw_checkpoint_interval_ms")
 

@@ -39,11 +39,11 @@ import re
 from dataclasses import dataclass, field
 
 from clusters.errors import ClusterConfigError
+from clusters.modes import RELEASE_PROTOCOL, TRUNCATIONS
 
 RELEASE_TEXT = re.compile(r"(\d+)\.(\d+)\.(\d+)(?:\.(\d+))?")
 FIRST = (0, 10, 2, 0)
-OWN = "release"  # --truncation: the release's own protocol, no inter.broker.protocol.version
-TRUNCATIONS = ("hw", "kip101", "kip279", "kip320", OWN)
+OWN = RELEASE_PROTOCOL  # --truncation: the release's own protocol, no inter.broker.protocol.version
 # truncation -> (the IBP that emulates it, the first release that knows that IBP)
 EMULATIONS = {"hw": ("0.11.0-IV1", (0, 11, 0)), "kip101": ("0.11.0-IV2", (0, 11, 0)),
               "kip279": ("2.0-IV1", (2, 0, 0)), "kip320": ("2.1-IV2", (2, 1, 0))}
