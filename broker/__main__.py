@@ -33,9 +33,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def serve(argv: list[str]) -> int:
-    from broker.server.config import ConfigError, parse_serve_args
+    from broker.common.config import ConfigError
+    from broker.common.logging_setup import configure_logging
+    from broker.server.config import parse_serve_args
     from broker.server.kafka_server import run
-    from broker.server.logging_setup import configure_logging
 
     try:
         config = parse_serve_args(argv)

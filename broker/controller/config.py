@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
-from broker.server.config import ConfigError, parse_host_port
+from broker.common.config import ConfigError, parse_host_port
 
 MIN_SESSION_TIMEOUT_MS = 10
 

@@ -6,8 +6,8 @@ import logging
 import sys
 import time
 
-from broker.server.config import ConfigError
-from broker.server.logging_setup import configure_logging
+from broker.common.config import ConfigError
+from broker.common.logging_setup import configure_logging
 
 from .config import ControllerConfig, parse_controller_args
 from .server import ControllerServer

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import orjson
 
-from broker.server.durable_file import write_file_atomically
+from broker.common.durable_file import write_file_atomically
 
 from .state import ControllerState
 

@@ -10,6 +10,8 @@ One concept per module, named after Kafka's broker code:
 - `local_controller`: single-node stand-in for the controller (topic creation, epochs, topics.json).
 - `group_coordinator`, `offset_store`: classic consumer groups and their committed offsets.
 - `producer_id_manager`: producer ids for idempotent producers.
-- `config`, `logging_setup`, `durable_file`, `errors`, `record_batches`, `log_backend`: support.
-The storage layer (`broker.storage`) owns the on-disk logs.
+- `config`, `errors`, `record_batches`, `log_backend`: support.
+The storage layer (`broker.storage`) owns the on-disk logs; what the broker shares with the
+controller (their protocol, logging, config errors, topic rules, atomic files, mode names) is in
+`broker.common`. This package imports nothing of the controller package.
 """

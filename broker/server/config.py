@@ -5,11 +5,8 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
+from broker.common.config import ConfigError, parse_host_port
 from broker.common.modes import FLUSH_MODES, TRUNCATION_MODES
-
-
-class ConfigError(ValueError):
-    """A configuration value a person must fix; the message says which and how."""
 
 
 @dataclass(frozen=True)
@@ -74,13 +71,6 @@ class BrokerConfig:
         if self.flush == "lazy" and self.flush_interval_ms == 0:
             return 1000
         return self.flush_interval_ms
-
-
-def parse_host_port(text: str, flag: str) -> tuple[str, int]:
-    host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise ConfigError(f"{flag} must be HOST:PORT with a port in 0..65535, got {text!r}")
-    return host.strip("[]"), int(port)
 
 
 def _bool(text: str) -> bool:

@@ -18,6 +18,10 @@ import logging
 import signal
 from pathlib import Path
 
+from broker.common import controller_protocol as protocol
+from broker.common.config import ConfigError
+from broker.common.durable_file import write_file_atomically
+
 from .apis.api_versions import ApiVersionsApi
 from .apis.fetch import FetchApi
 from .apis.group_offsets import OffsetCommitApi, OffsetFetchApi
@@ -28,9 +32,8 @@ from .apis.metadata import MetadataApi
 from .apis.offset_for_leader_epoch import OffsetForLeaderEpochApi
 from .apis.produce import ProduceApi
 from .apis.topics import CreateTopicsApi, DeleteTopicsApi
-from .config import BrokerConfig, ConfigError
+from .config import BrokerConfig
 from .controller_channel import ControllerChannel, ControllerUnavailable
-from .durable_file import write_file_atomically
 from .group_coordinator import GroupCoordinator
 from .kafka_apis import KafkaApis
 from .local_controller import LocalController
@@ -44,7 +47,6 @@ from .replica_fetcher import FetcherSettings, ReplicaFetcherManager
 from .replica_manager import IsrChangeResult, ReplicaManager
 from .topic_admin import LocalTopicAdmin, RemoteTopicAdmin
 from .truncation import fences_by_leader_epoch, leader_answers_v0
-from broker.common import controller_protocol as protocol
 
 log = logging.getLogger("broker.server")
 

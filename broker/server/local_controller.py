@@ -10,14 +10,15 @@ controller process takes over, this module is what it replaces.
 from __future__ import annotations
 
 import logging
-import re
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
 
-from .durable_file import write_file_atomically
+from broker.common.durable_file import write_file_atomically
+from broker.common.topics import config_error, topic_name_error
+
 from .errors import ErrorCode
 from .metadata_cache import MetadataCache, PartitionMetadata, TopicMetadata
 from .partition import TopicPartition
@@ -26,12 +27,6 @@ from .replica_manager import ReplicaManager
 log = logging.getLogger("broker.controller")
 
 TOPICS_FILE = "topics.json"
-MAX_TOPIC_NAME = 249
-_LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
-# Topic configs whose values must be integers (others are stored as given).
-_INT_CONFIGS = {"min.insync.replicas": 1, "segment.bytes": 14, "retention.ms": -1, "retention.bytes": -1,
-                "max.message.bytes": 0, "flush.messages": 1, "flush.ms": 0}
-_BOOL_CONFIGS = {"unclean.leader.election.enable"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,32 +34,6 @@ class TopicResult:
     error: ErrorCode
     message: str | None = None
     topic: TopicMetadata | None = None
-
-
-def topic_name_error(name: str | None) -> str | None:
-    """Why `name` is not a legal topic name (Kafka's rules), or None when it is."""
-    if not name:
-        return "topic name is empty"
-    if name in (".", ".."):
-        return f"topic name {name!r} is not allowed"
-    if len(name) > MAX_TOPIC_NAME:
-        return f"topic name is {len(name)} characters long, the maximum is {MAX_TOPIC_NAME}"
-    if not _LEGAL_TOPIC.match(name):
-        return f"topic name {name!r} has characters other than ASCII letters, digits, '.', '_' and '-'"
-    return None
-
-
-def config_error(name: str, value: str | None) -> str | None:
-    if name in _INT_CONFIGS:
-        try:
-            number = int(value or "")
-        except ValueError:
-            return f"topic config {name}={value!r} is not an integer"
-        if number < _INT_CONFIGS[name]:
-            return f"topic config {name}={number} is below its minimum {_INT_CONFIGS[name]}"
-    if name in _BOOL_CONFIGS and (value or "").lower() not in ("true", "false"):
-        return f"topic config {name}={value!r} must be true or false"
-    return None
 
 
 class LocalController:

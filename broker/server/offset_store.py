@@ -15,7 +15,7 @@ from pathlib import Path
 
 import orjson
 
-from .durable_file import write_file_atomically
+from broker.common.durable_file import write_file_atomically
 
 log = logging.getLogger("broker.offsets")
 

@@ -6,8 +6,9 @@ from typing import Any
 
 from kafka.protocol.metadata.metadata import MetadataResponse
 
+from broker.common.topics import topic_name_error
+
 from ..errors import ErrorCode
-from ..local_controller import topic_name_error
 from ..topic_admin import TopicAdmin
 from ..metadata_cache import MetadataCache, TopicMetadata
 from .base import ApiHandler, RequestContext

@@ -1,4 +1,4 @@
-"""The broker's log: timestamped lines to stderr and, when asked, appended to a file."""
+"""A broker's or the controller's log: timestamped lines to stderr and, when asked, appended to a file."""
 from __future__ import annotations
 
 import logging
@@ -20,7 +20,7 @@ class _NodeIdFilter(logging.Filter):
 
 
 def configure_logging(node_id: int, level: str = "INFO", log_file: Path | None = None) -> None:
-    """Route the `broker` loggers (and asyncio's) to stderr and `log_file`; called once by `serve`."""
+    """Route the `broker` loggers (and asyncio's) to stderr and `log_file`; called once by `serve` and by `controller`."""
     formatter = logging.Formatter(FORMAT, DATE_FORMAT)
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
     if log_file is not None:
