@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from broker.controller.config import ControllerConfig
 from broker.common.controller_protocol import encode, read_message
+from broker.controller.config import ControllerConfig
 from broker.controller.server import ControllerServer
 from broker.controller.state import ControllerState
 from broker.controller.store import ControllerStore, StoreError

@@ -5,9 +5,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from broker.common.controller_protocol import PartitionState, Snapshot
 from broker.controller.changes import describe_changes
 from broker.controller.election import assign_replicas
-from broker.common.controller_protocol import PartitionState, Snapshot
 from broker.controller.state import ControllerState
 
 TIMEOUT_MS = 6000
