@@ -46,11 +46,10 @@ def _root() -> list[Finding]:
 
 
 def _netns() -> list[Finding]:
-    from clusters.hosts import netns_unavailable
-    from clusters.hosts.netns import REQUIRED_TOOLS
+    from clusters import netns_unavailable, required_tools
 
     found = []
-    for tool, package in REQUIRED_TOOLS.items():
+    for tool, package in required_tools("netns").items():
         path = shutil.which(tool)
         found.append(Finding(tool, path is not None, path or "not on PATH", "the netns backend",
                              "" if path else f"apt-get install {package}, or {PROVISION}"))
@@ -85,11 +84,11 @@ def _docker() -> list[Finding]:
 
 def _fuse() -> list[Finding]:
     try:  # the lazy filesystem's own rule (clusters/lazyfs), where this fencepost has it
-        from clusters.lazyfs import check_device
+        from clusters import check_device
     except ImportError:
         check_device = None
     if check_device is not None:
-        from clusters.errors import ClusterConfigError
+        from clusters import ClusterConfigError
 
         try:
             check_device()

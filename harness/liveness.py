@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from clusters.systems.markers import fatal_markers
+from clusters import fatal_markers
 from harness.history import NEMESIS, Op, iter_plain
 from harness.report.bands import HEAL, Band, NemesisOp, nemesis_bands
 from harness.report.lag import LagSeries, RealtimeLag

@@ -4,8 +4,8 @@ asked up front, before anything runs, so a run is refused with a configuration e
 """
 from __future__ import annotations
 
-from clusters.cluster import Cluster
-from clusters.errors import ClusterConfigError
+from clusters import Cluster
+from clusters import ClusterConfigError
 from nemesis.faults import Fault, KillFault, PartitionFault, PauseFault, PowerCutFault
 from nemesis.fast_leader_change import FastLeaderChange
 from nemesis.durability import Kip101Divergence, LastReplicaStanding

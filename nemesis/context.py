@@ -8,9 +8,9 @@ import random
 from dataclasses import dataclass, field
 from typing import Callable
 
-from clusters.cluster import Cluster
-from clusters.errors import ClusterConfigError, HostError
-from clusters.systems.base import PartitionView
+from clusters import Cluster
+from clusters import ClusterConfigError, HostError
+from clusters import PartitionView
 from nemesis.recording import NemesisRecorder
 
 DEFAULT_TOPIC = "fp"

@@ -46,8 +46,8 @@ import time
 from typing import Any
 
 from broker.storage.checkpoints import REPLICATION_OFFSET_CHECKPOINT, CheckpointError, read_offset_checkpoint
-from clusters.errors import ClusterConfigError, HostError
-from clusters.systems.base import PartitionView
+from clusters import ClusterConfigError, HostError
+from clusters import PartitionView
 from nemesis.context import NemesisContext
 from nemesis.scenarios import Scenario, view_json
 from nemesis.spec import FaultSpec

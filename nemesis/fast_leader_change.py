@@ -55,8 +55,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from clusters.errors import ClusterConfigError, HostError
-from clusters.systems.base import PartitionView
+from clusters import ClusterConfigError, HostError
+from clusters import PartitionView
 from nemesis.context import NemesisContext
 from nemesis.grudges import isolate_from
 from nemesis.scenarios import SETTLE_S, Scenario

@@ -26,7 +26,7 @@ from __future__ import annotations
 import random
 from typing import Collection, Iterable, Mapping, Sequence
 
-from clusters.errors import ClusterConfigError
+from clusters import ClusterConfigError
 from nemesis.spec import ROLE_TARGETS
 
 Grudge = dict[str, frozenset[str]]

@@ -19,7 +19,7 @@ import math
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Mapping
 
-from clusters.errors import ClusterConfigError
+from clusters import ClusterConfigError
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterator, Protocol
 
-from clusters.errors import ClusterConfigError, HostError
+from clusters import ClusterConfigError, HostError
 
 
 class NemesisRecorder(Protocol):

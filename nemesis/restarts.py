@@ -14,7 +14,7 @@ context's timeout; a broker that will never rejoin (it gave a partition up:
 """
 from __future__ import annotations
 
-from clusters.errors import ClusterConfigError, HostError, NotRejoining
+from clusters import ClusterConfigError, HostError, NotRejoining
 from nemesis.context import NemesisContext
 from nemesis.faults import Fault
 from nemesis.recording import recorded

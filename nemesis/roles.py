@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from clusters.errors import ClusterConfigError, HostError
+from clusters import ClusterConfigError, HostError
 from nemesis.context import NemesisContext
 from nemesis.spec import ROLE_TARGETS
 

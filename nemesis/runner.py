@@ -21,8 +21,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from clusters.cluster import Cluster
-from clusters.errors import ClusterConfigError, HostError
+from clusters import Cluster
+from clusters import ClusterConfigError, HostError
 from nemesis.catalog import check_fault, new_fault
 from nemesis.context import DEFAULT_GROUP, DEFAULT_TIMEOUT_S, DEFAULT_TOPIC, NemesisContext
 from nemesis.faults import Fault

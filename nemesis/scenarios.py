@@ -40,8 +40,8 @@ from __future__ import annotations
 import time
 from typing import Any, ContextManager
 
-from clusters.errors import ClusterConfigError, HostError, NotRejoining
-from clusters.systems.base import PartitionView
+from clusters import ClusterConfigError, HostError, NotRejoining
+from clusters import PartitionView
 from nemesis.context import NemesisContext
 from nemesis.faults import Fault
 from nemesis.grudges import Grudge, grudge_json, isolate_from

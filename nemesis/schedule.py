@@ -30,7 +30,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Literal, Mapping, Sequence
 
-from clusters.errors import ClusterConfigError
+from clusters import ClusterConfigError
 from nemesis.spec import DRAWN_TARGETS, FAULT_KINDS, FaultSpec, parse_fault, parse_faults
 
 Action = Literal["start", "stop", "heal"]

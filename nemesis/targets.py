@@ -17,7 +17,7 @@ from __future__ import annotations
 import random
 from typing import Sequence
 
-from clusters.errors import ClusterConfigError
+from clusters import ClusterConfigError
 from nemesis.grudges import majority_size, minority_size, shuffled
 from nemesis.spec import ROLE_TARGETS
 

@@ -34,6 +34,7 @@ from harness.loading import LINEAR_METHODS
 from harness.rundir.store import RUN_NAME
 from nemesis.catalog import FAULT_CLASSES
 from nemesis.scenarios import Scenario
+from nemesis.spec import FAULT_KINDS
 from tests.synth.generate import GenConfig, generate
 from tests.synth.plant import PLANTERS, plant
 from tests.synth.run import SynthRun
@@ -99,6 +100,7 @@ def test_the_schema_enums_are_the_names_the_code_defines(schemas):
     assert tuple(history["properties"]["type"]["enum"]) == TYPES
     assert tuple(history["$defs"]["client"]["properties"]["f"]["enum"]) == CLIENT_FS
     recorded = {f for source in (ROOT / "nemesis").glob("*.py") for f in RECORDED_LITERAL.findall(source.read_text())}
+    recorded |= {f for kind in FAULT_KINDS.values() for f in (kind.start_f, kind.stop_f) if f}
     for name, cls in FAULT_CLASSES.items():
         recorded |= {getattr(cls, "start_f", None), getattr(cls, "stop_f", None)} - {None}
         if issubclass(cls, Scenario):

@@ -8,12 +8,15 @@ Each backend is a module here with:
 - `attach(state) -> HostSet` — the same hosts again from `HostSet.state()`;
 - `cleanup(clusters=()) -> list[str]` — remove what crashed clusters (all, or only
   the named ones) left on this backend (only things whose names start with the
-  project's prefix); what it removed.
+  project's prefix); what it removed;
+- `OPTIONS`: the names of its options, and optionally `check_options(options, nodes)`:
+  what can be judged of their values before anything exists (ClusterConfigError).
 """
 from __future__ import annotations
 
 import importlib
 from types import ModuleType
+from typing import Any, Mapping
 
 from clusters.errors import ClusterConfigError
 
@@ -24,6 +27,36 @@ def backend_module(name: str) -> ModuleType:
     if name not in BACKENDS:
         raise ClusterConfigError(f"unknown host backend {name!r}: choose one of {', '.join(BACKENDS)}")
     return importlib.import_module(f"clusters.hosts.{name}")
+
+
+def backend_option_names(name: str) -> tuple[str, ...]:
+    """The options backend `name` takes."""
+    return tuple(getattr(backend_module(name), "OPTIONS", ()))
+
+
+def check_backend_options(name: str, options: Mapping[str, Any], nodes: int) -> None:
+    """Backend `name`'s options for a cluster of `nodes` brokers, as far as they can be judged
+    before anything exists (ClusterConfigError names what is wrong): their names, and what
+    the backend checks of their values up front (`check_options`)."""
+    names = backend_option_names(name)
+    unknown = sorted(set(options) - set(names))
+    if unknown:
+        raise ClusterConfigError(f"the {name} backend has no option {unknown[0]!r}; its options: "
+                                 f"{', '.join(names) or 'none'}")
+    check = getattr(backend_module(name), "check_options", None)
+    if check is not None:
+        check(options, nodes)
+
+
+def default_subnet(name: str) -> str | None:
+    """The network backend `name` puts a cluster on when its options name none (None: it has
+    no such default)."""
+    return getattr(backend_module(name), "DEFAULT_SUBNET", None)
+
+
+def required_tools(name: str) -> dict[str, str]:
+    """The programs backend `name` needs on this machine's PATH -> the Debian package of each."""
+    return dict(getattr(backend_module(name), "REQUIRED_TOOLS", {}))
 
 
 def default_backend() -> str:

@@ -29,8 +29,20 @@ from clusters.hosts.netns_network import ClusterNetwork, NodeLink
 BACKEND = "netns"
 OPTIONS = ("subnet",)
 REQUIRED_TOOLS = {"ip": "iproute2", "iptables": "iptables"}
+DEFAULT_SUBNET = network.DEFAULT_SUBNET
 KILL_WAIT_S = 10.0
 EXEC_WAIT_S = 10.0
+
+
+def check_options(options: Mapping[str, Any], nodes: int) -> None:
+    """The subnet's form and size for `nodes` brokers and a control-plane node (whether it is
+    free is checked when the cluster comes up)."""
+    if "subnet" not in options:
+        return
+    subnet = options["subnet"]
+    if not isinstance(subnet, str):
+        raise ClusterConfigError(f"subnet = {subnet!r}: give an IPv4 network such as {network.DEFAULT_SUBNET}")
+    network.plan("check", [f"n{i}" for i in range(nodes + 1)], subnet)
 
 
 class NetnsHost(LocalHost):

@@ -24,7 +24,9 @@ from clusters.errors import ClusterConfigError, HostError
 from clusters.hosts import ssh_commands as commands
 from clusters.hosts.base import CLUSTER_ENV, NODE_ENV, CommandResult, Host, HostSet, ProcessHandle, ProcessState
 from clusters.hosts.ssh_connection import SshConnection
-from clusters.hosts.ssh_options import SshOptions, parse_options
+from clusters.hosts.ssh_options import OPTION_NAMES, SshOptions, parse_options
+
+OPTIONS = OPTION_NAMES
 
 BACKEND = "ssh"
 # the local wait for a command outlives its remote `timeout` (TERM, then KILL) by this much

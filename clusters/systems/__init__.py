@@ -20,7 +20,7 @@ def system_for(name: str, options: Mapping[str, Any] | None = None) -> System:
     if name == "own":
         from clusters.systems.own import OwnSystem
         return OwnSystem.from_options(options or {})
-    if name == "kafka" or name.startswith("kafka:"):
+    if is_kafka(name):
         from clusters.systems.kafka.system import KafkaSystem
         opts = dict(options or {})
         version = name.partition(":")[2]
@@ -32,3 +32,35 @@ def system_for(name: str, options: Mapping[str, Any] | None = None) -> System:
             opts["kafka_home"] = os.environ.get("KAFKA_HOME", "")
         return KafkaSystem.from_options(opts)
     raise ClusterConfigError(f"unknown system {name!r}: choose one of {', '.join(SYSTEMS)}")
+
+
+def is_kafka(name: str) -> bool:
+    """Stock Apache Kafka (`kafka` with its jars given, or `kafka:VERSION`)."""
+    return name == "kafka" or name.startswith("kafka:")
+
+
+def check_system(name: str) -> None:
+    """`name` is a system, and for `kafka:VERSION` a release that can run here (known without its
+    jars, which are resolved at setup). ClusterConfigError says why not."""
+    if name != "own" and not is_kafka(name):
+        raise ClusterConfigError(f"unknown system {name!r}: choose own, or kafka:VERSION (e.g. kafka:3.9.1, "
+                                 f"kafka:0.10.2.2)")
+    version = name.partition(":")[2]
+    if version:
+        from clusters.systems.kafka.release import Release
+        Release.parse(version)
+
+
+def check_system_options(name: str, options: Mapping[str, Any]) -> None:
+    """What system `name` (checked by `check_system`) can judge of its options before anything
+    runs: names, kinds, values, and for `kafka:VERSION` what the release cannot do with them.
+    ClusterConfigError names what is wrong."""
+    if name == "own":
+        from clusters.systems.own import OwnOptions
+        OwnOptions.from_mapping(options)
+    elif is_kafka(name):
+        from clusters.systems.kafka.options import KafkaOptions
+        checked = KafkaOptions.from_mapping(options)
+        version = name.partition(":")[2]
+        if version:
+            checked.checked(version)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.campaign.plan import PlannedRun
-from harness.run.spec import is_kafka
+from clusters import is_kafka
 from harness.rundir.names import CAMPAIGN_RUNS_DIR, CAMPAIGNS_DIR, OUTCOME_FILE
 
 # Measured on a 2-core machine (docs/CAMPAIGNS.md): a run's seconds beyond its time limit.

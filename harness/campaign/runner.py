@@ -301,7 +301,7 @@ def _clean_after(where: Path) -> None:
     if not names:
         return
     try:
-        from clusters.cleanup import cleanup_everything
+        from clusters import cleanup_everything
         cleanup_everything(names)
     except Exception as e:  # cleanup must not end the campaign; `fencepost cleanup` can do it later
         print(f"campaign: cleanup after {where.name}: {type(e).__name__}: {e}", file=sys.stderr)

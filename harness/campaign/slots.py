@@ -25,10 +25,8 @@ def first_subnet(spec: TestSpec, given: str | None) -> str | None:
     subnet = spec.backend_options.get("subnet")
     if subnet:
         return str(subnet)
-    if spec.backend == "netns":
-        from clusters.hosts.netns_network import DEFAULT_SUBNET
-        return DEFAULT_SUBNET
-    return None
+    from clusters import default_subnet
+    return default_subnet(spec.backend) if spec.backend == "netns" else None
 
 
 def slot_subnet(first: str, slot: int) -> str:

@@ -25,7 +25,7 @@ EXAMPLES = (
 
 
 def run(args: argparse.Namespace) -> int:
-    from clusters.cleanup import cleanup_everything
+    from clusters import cleanup_everything
 
     removed, skipped = cleanup_everything(args.cluster)
     for item in removed:

@@ -12,8 +12,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from clusters.hosts import BACKENDS
-from clusters.modes import TRUNCATIONS
+from clusters import BACKENDS
+from clusters import TRUNCATIONS
 from harness.commands import examples
 from harness.errors import EXIT_VALID, BadInput
 
@@ -72,7 +72,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from clusters.errors import ClusterConfigError, HostError
+    from clusters import ClusterConfigError, HostError
 
     try:
         if args.action == "up":
@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def cluster_dir(results: Path, name: str) -> Path:
-    from clusters.store import check_name
+    from clusters import check_name
     return results / "clusters" / check_name(name)
 
 
@@ -110,10 +110,10 @@ def parse_backend_options(pairs: list[str], flag: str = "--backend-option") -> d
 
 
 def _up(args: argparse.Namespace) -> int:
-    from clusters.cluster import Cluster, ClusterSpec
-    from clusters.hosts import default_backend
-    from clusters.store import state_path
-    from clusters.systems.base import TopicSpec
+    from clusters import Cluster, ClusterSpec
+    from clusters import default_backend
+    from clusters import state_path
+    from clusters import TopicSpec
     from harness.interrupts import sigterm_as_interrupt
     from harness.run.spec import MAX_NODES, MAX_PARTITIONS, TOPIC_NAME
 
@@ -160,8 +160,8 @@ def _print_nodes(cluster) -> None:
 def _status(args: argparse.Namespace) -> int:
     import json
 
-    from clusters.cluster import Cluster
-    from clusters.store import recorded_clusters
+    from clusters import Cluster
+    from clusters import recorded_clusters
 
     names = [args.name] if args.name else [d.name for d in recorded_clusters(args.results / "clusters")]
     clusters = [Cluster.attach(cluster_dir(args.results, name)) for name in names]
@@ -203,7 +203,7 @@ def _status_markdown(cluster) -> str:
 
 
 def _down(args: argparse.Namespace) -> int:
-    from clusters.cluster import Cluster
+    from clusters import Cluster
 
     name = args.name or DEFAULT_NAME
     cluster = Cluster.attach(cluster_dir(args.results, name))

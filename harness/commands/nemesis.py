@@ -55,8 +55,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import orjson
 
-    from clusters.cluster import Cluster
-    from clusters.errors import ClusterConfigError, HostError
+    from clusters import Cluster
+    from clusters import ClusterConfigError, HostError
     from harness.commands.cluster import cluster_dir
     from harness.history import HistoryWriter, Recorder
     from harness.run.spec import MAX_SECONDS

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from clusters.modes import TRUNCATIONS
+from clusters import TRUNCATIONS
 
 _RELEASE = re.compile(r"(\d+(?:\.\d+)*)(?:-(.+))?")
 

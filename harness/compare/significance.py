@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from itertools import groupby
 
-from clusters.modes import TRUNCATIONS
+from clusters import TRUNCATIONS
 from harness.compare.order import label
 from harness.compare.table import Row
 from harness.errors import BadInput

@@ -22,16 +22,16 @@ from typing import Any
 
 import orjson
 
-from clusters.cluster import Cluster, ClusterSpec
-from clusters.errors import ClusterConfigError, HostError
-from clusters.systems.base import TopicSpec
+from clusters import Cluster, ClusterSpec
+from clusters import ClusterConfigError, HostError
+from clusters import TopicSpec
 from harness.checking import CheckOutcome, check_run
 from harness.errors import EXIT_CRASH, BadInput
 from harness.history import HistoryWriter, Recorder
 from harness.interrupts import sigterm_as_interrupt
 from harness.provenance import versions
 from harness.run.progress import Progress, Status
-from harness.run.spec import TestSpec
+from harness.run.spec import TestSpec, cluster_options
 from harness.rundir.atomic import write_atomically
 from harness.rundir.final import add_final_lines
 from harness.rundir.names import FINAL_FILE, HISTORY_FILE, LOG_FILE, NODES_DIR, TEST_FILE
@@ -124,9 +124,7 @@ def verdict_line(outcome: RunOutcome) -> str:
 def _setup(spec: TestSpec, run_dir: Path, progress: Progress, log: logging.Logger) -> Cluster:
     progress.phase("setup")
     cluster_spec = ClusterSpec(f"run-{run_dir.name[-6:]}", spec.system, spec.nodes, spec.backend,
-                               dict(spec.backend_options),
-                               {"truncation": spec.truncation, "flush": spec.flush,
-                                "min_insync_replicas": spec.topic.min_insync_replicas, **spec.system_options})
+                               dict(spec.backend_options), cluster_options(spec))
     try:
         cluster = Cluster.up(cluster_spec, run_dir / "cluster", timeout=spec.timeouts.setup,
                              on_step=lambda step: log.info("setup: %s", step))

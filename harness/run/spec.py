@@ -15,8 +15,9 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping
 
-from clusters.hosts import BACKENDS, netns_unavailable
-from clusters.modes import FLUSH_MODES as FLUSHES, RELEASE_PROTOCOL, TRUNCATIONS
+from clusters import BACKENDS, netns_unavailable
+from clusters import is_kafka
+from clusters import FLUSH_MODES as FLUSHES, RELEASE_PROTOCOL, TRUNCATIONS
 from harness.errors import BadInput
 from nemesis.spec import LAZY_FAULTS
 
@@ -260,8 +261,6 @@ def default_truncation(system: str) -> str:
     return RELEASE_PROTOCOL if is_kafka(system) else "kip320"
 
 
-def is_kafka(system: str) -> bool:
-    return system == "kafka" or system.startswith("kafka:")
 
 
 def _checked(spec: TestSpec) -> TestSpec:
@@ -350,7 +349,7 @@ def _numbers(data: Any, where: str) -> Any:
 # so that a bad value exits 254 before anything starts.
 
 def _check_nemesis(spec: TestSpec) -> None:
-    from clusters.errors import ClusterConfigError
+    from clusters import ClusterConfigError
     from nemesis import make_schedule
     from nemesis.netem import NetemOptions
     n = spec.nemesis
@@ -367,66 +366,29 @@ def _check_nemesis(spec: TestSpec) -> None:
         raise BadInput(f"{key}: {e}") from None
 
 
+def cluster_options(spec: TestSpec) -> dict[str, Any]:
+    """The system options a run's cluster gets: the spec's `system_options` and what the run
+    settings say of the system (truncation, flush, min.insync.replicas)."""
+    return {"truncation": spec.truncation, "flush": spec.flush,
+            "min_insync_replicas": spec.topic.min_insync_replicas, **spec.system_options}
+
+
 def _check_system(spec: TestSpec) -> None:
-    from clusters.errors import ClusterConfigError
-    options = {"truncation": spec.truncation, "flush": spec.flush,
-               "min_insync_replicas": spec.topic.min_insync_replicas, **spec.system_options}
+    from clusters import ClusterConfigError, check_backend_options, check_system, check_system_options
+    if spec.system != "own" and not is_kafka(spec.system):
+        raise BadInput(f"system = {spec.system!r}: choose own, or kafka:VERSION (e.g. kafka:3.9.1, kafka:0.10.2.2)")
     try:
-        if spec.system == "own":
-            from clusters.systems.own import OwnOptions
-            OwnOptions.from_mapping(options)
-        elif is_kafka(spec.system):
-            from clusters.systems.kafka.options import KafkaOptions
-            from clusters.systems.kafka.release import Release
-            opts = KafkaOptions.from_mapping(options)  # the jars are resolved (Maven) at setup
-            version = spec.system.partition(":")[2]
-            if version:  # what the release cannot do is known without its jars
-                try:
-                    Release.parse(version)
-                except ClusterConfigError as e:
-                    raise BadInput(f"system = {spec.system!r}: {e}") from None
-                opts.checked(version)
-        else:
-            raise BadInput(f"system = {spec.system!r}: choose own, or kafka:VERSION (e.g. kafka:3.9.1, kafka:0.10.2.2)")
+        check_system(spec.system)
+    except ClusterConfigError as e:
+        raise BadInput(f"system = {spec.system!r}: {e}") from None
+    try:
+        check_system_options(spec.system, cluster_options(spec))
     except ClusterConfigError as e:
         raise BadInput(f"system_options: {e}") from None
-    names = _backend_option_names(spec.backend)
-    unknown = sorted(set(spec.backend_options) - set(names))
-    if unknown:
-        raise BadInput(f"backend_options: the {spec.backend} backend has no option {unknown[0]!r}; "
-                       f"its options: {', '.join(names) or 'none'}")
-    _check_backend_option_values(spec)
-
-
-def _check_backend_option_values(spec: TestSpec) -> None:
-    """What can be judged before anything exists: the netns subnet's form and size (whether it is
-    free is checked at setup). Other backends check their values when they connect."""
-    if spec.backend != "netns" or "subnet" not in spec.backend_options:
-        return
-    from clusters.errors import ClusterConfigError
-    from clusters.hosts import netns_network
-    subnet = spec.backend_options["subnet"]
-    if not isinstance(subnet, str):
-        raise BadInput(f"backend_options: subnet = {subnet!r}: give an IPv4 network such as "
-                       f"{netns_network.DEFAULT_SUBNET}")
-    nodes = [f"n{i}" for i in range(spec.nodes + 1)]  # the brokers and a control-plane node
     try:
-        netns_network.plan("check", nodes, subnet)
+        check_backend_options(spec.backend, spec.backend_options, spec.nodes)
     except ClusterConfigError as e:
         raise BadInput(f"backend_options: {e}") from None
-
-
-def _backend_option_names(backend: str) -> tuple[str, ...]:
-    if backend == "netns":
-        from clusters.hosts.netns import OPTIONS
-        return tuple(OPTIONS)
-    if backend == "docker":
-        from clusters.hosts.docker import OPTIONS
-        return tuple(OPTIONS)
-    if backend == "ssh":
-        from clusters.hosts.ssh_options import OPTION_NAMES
-        return tuple(OPTION_NAMES)
-    return ()  # the process backend takes none
 
 
 def _check_checker(spec: TestSpec) -> None:
