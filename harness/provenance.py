@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import platform
 from importlib import metadata
-from importlib.util import find_spec
 from typing import Any
 
-from clusters.systems.kafka.dist import java_version
+from clusters import java_version
 
 
 def fencepost_version() -> str:
@@ -34,7 +33,24 @@ def client_versions() -> dict[str, str]:
 
 def history_reader() -> str:
     """Which reader reads history.jsonl and final.jsonl: the C reader when it was built."""
-    return "C reader (harness._native)" if find_spec("harness._native") else "Python readers (C reader not built)"
+    return "C reader (harness._native)" if _c_reader_built() else "Python readers (C reader not built)"
+
+
+def python_reader_notice() -> str | None:
+    """The line `fencepost check` and `fencepost run` print on stderr where the
+    C reader was not built (None where it was): the run files are read by the
+    Python reader, several times slower, and how to get the C reader."""
+    if _c_reader_built():
+        return None
+    return ("fencepost: the run files are read by the Python reader (slower): the C reader "
+            "(harness._native) was not built; to build it, install a C compiler (e.g. `apt-get "
+            "install gcc`), then reinstall fencepost with `pip install -e .`")
+
+
+def _c_reader_built() -> bool:
+    from harness import native_load  # imports the C reader, if it was built
+
+    return native_load.available()
 
 
 def versions(java: bool = False) -> dict[str, Any]:

@@ -45,7 +45,12 @@ def run(args: argparse.Namespace) -> int:
     import json
 
     from harness.checking import check_run
+    from harness.provenance import python_reader_notice
     from harness.summary import RESULTS_FILE, summary_document, summary_markdown
+
+    notice = python_reader_notice()
+    if notice is not None:
+        print(notice, file=sys.stderr)
 
     if args.format == "text":
         return check_run(args.run_dir, write=not args.no_write, out=sys.stdout, jobs=args.jobs).exit_code

@@ -73,8 +73,12 @@ def run(args: argparse.Namespace) -> int:
     from harness.run.runner import RunError, run_test
     from harness.run.spec import build_spec, load_toml
     from harness.liveness import describe as describe_liveness
+    from harness.provenance import python_reader_notice
     from harness.verdict import verdict_word
 
+    notice = python_reader_notice()
+    if notice is not None:
+        print(notice, file=sys.stderr)
     config = load_toml(args.config) if args.config else {}
     overrides = {"name": args.name, "system": args.system, "backend": args.backend, "nodes": args.nodes,
                  "truncation": args.truncation, "flush": args.flush, "nemesis.faults": args.nemesis,
