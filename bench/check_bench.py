@@ -15,6 +15,14 @@ Each stage runs in a fresh process, with --jobs N and with --jobs 1:
           (jobs > 1: the run loaded in a forked process, which forks one
           worker per partition, 3 on 2 CPUs, each building its partition,
           and exits without freeing)
+Each stage also runs with the Python reader alone (the C reader switched
+off, as on a machine without a C compiler: the exact readers,
+harness/history.py and harness/final_log.py, read both files), in alternation
+with the C reader's; the ratios C / Python of parse and check are printed, of
+wall-clock and of CPU time (--no-python-reader leaves them out). On a machine
+busy with other work wall-clock varies by 2x from run to run: compare CPU
+ratios there, or pairs run side by side.
+
 Wall-clock is the headline (what a user waits for: from the start of the
 stage to its end, the freeing of the loaded run included), CPU time of the
 process tree beside it. Memory, from one more run of each stage: the peak of
@@ -24,27 +32,17 @@ the separate run) -- the memory the tree really held; and `getrusage`'s peak
 RSS of the stage process and of its largest child (RSS counts the pages a
 child shares with its parent in both).
 
-Measured on the 2-CPU development machine, 1M lines (its speed varied by up
-to 1.7x within the hour: old and new code were run in alternation).
-  2026-11-21 (a220a50), alone: jobs 2 parse 4.3, check 7.7 s (130k ops/s).
-  2026-11-22 (the Python readers, best of the day, 8f46a97's design): jobs 2
-    parse 2.9-3.1, check 5.0-5.6 s (179k-199k ops/s), peak PSS 1.5 GiB; on a
-    slower machine of the same kind: parse 4.9, check 9.9 s (101k ops/s).
-  2026-11-25 (the C reader, harness/native/): in a quiet hour jobs 2 parse
-    1.40, check 3.25 s (308k ops/s), check/parse 2.32, peak PSS 918 MiB;
-    jobs 1 parse 1.38, check 5.34 s (187k ops/s). In a slow hour, three
-    alternations with 8f46a97 (the code before it) on the same file:
-      jobs 2 check: 5.69 / 5.10 / 5.31 s (176k-196k ops/s) against
-        8.96 / 10.82 / 9.17 s: ratios 0.64, 0.47, 0.58;
-      jobs 1 check: 8.87 / 9.36 / 8.27 s against 15.22 / 17.43 / 13.98 s:
-        ratios 0.58, 0.54, 0.59;
-      parse (jobs 2): 1.56-2.29 s against 4.84-6.54 s;
-      peak PSS (jobs 2): 903-948 MiB against 1,416-1,444 MiB.
-    Later (this bench, best of 3, the Python readers beside the C reader):
-      jobs 2 parse 1.71, check 4.92 s (203k ops/s), check/parse 2.87,
-        Python readers 10.18 s (C / Python 0.48), peak PSS 904 MiB;
-      jobs 1 (both files read in turn) parse 2.22, check 7.24 s, check/parse
-        3.25, Python readers 12.05 s (0.60).
+Measured on the 2-CPU development machine, 1M lines:
+  2026-11-25, quiet hour, the C reader: jobs 2 parse 1.40, check 3.25 s
+    (308k ops/s), peak PSS 918 MiB; jobs 1 parse 1.38, check 5.34 s. Its
+    check took 0.47-0.64 of the time of the code before it (8f46a97, msgspec
+    decoding), side by side.
+  2026-11-26, a chaos campaign running beside it (medians of 4 side-by-side
+    pairs): C / Python reader, jobs 2: parse 0.20 (CPU), 0.26 (wall); check
+    0.60 (CPU), 0.64 (wall), peak PSS 916 against 1,476 MiB; jobs 1: parse
+    0.22, check 0.62. The Python reader alone (the exact readers) against the
+    msgspec readers it replaced (c45cb1d): parse 1.50x, check 1.17x the CPU
+    (1.52x, 1.30x wall); the C reader's check unchanged (0.94x CPU).
 
 Where the time goes with jobs 2 (quiet hour): the run is loaded in a
 forked process, where the C reader reads history.jsonl (0.76 s) and, on a
@@ -56,28 +54,13 @@ record made once, the final read's records shared with the polls that
 returned them, all of one partition lying together in memory, so no copy is
 needed) and checks it (1.3 s alone: observe 0.39, offset checks 0.33-0.45,
 poll order 0.11, unseen 0.18, the linearizability witness 0.24). The checks,
-in Python, are now three quarters of the CPU time; so check/parse (which the
-reader made smaller by making the parse 4x faster) is 2.3-3.3 with jobs 2 and
-3.6-4.5 with jobs 1.
-
-What the Python readers measured before the C reader (they still read any
-file the C reader gives up on): history.jsonl by msgspec plus a Python loop
-per line, 2.5 s on one CPU; final.jsonl 1.1 s; each partition copied into
-fresh memory (0.45-0.55 s) before its check, as the loaded objects lay
-scattered over the heap. Tried then and not kept (README "Benchmarks"):
-workers that each read their own partitions (10.2-11.0 s against 8.1-8.5 s),
-history.jsonl read in two processes (no faster: two busy processes on these
-two vCPUs each run 30-40% slower than one alone), partitions loaded as packed
-columns (0.43-0.54 s against 0.51-0.71 s for the copy), lines read in 1 MiB
-chunks (median 1.04 of the old time), poll records not shared (peak PSS over
-2 GiB).
-
-Each stage also runs with the Python readers (the C reader switched off, as
-on a machine without a C compiler), in alternation with the C reader's, and
-the ratio of the two checks is printed (--no-python-readers leaves them out).
+in Python, are three quarters of the CPU time. Without the C reader, each
+partition is copied into fresh memory (`loading.fresh_copy`) before its
+check, as the loaded objects lie scattered over the heap. Designs measured
+and not kept: README "Benchmarks".
 
 Usage: python bench/check_bench.py [--dir DIR] [--jobs N] [--lines N] [--seed S] [--repeat R]
-                                   [--no-python-readers]
+                                   [--no-python-reader]
 """
 from __future__ import annotations
 
@@ -94,9 +77,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-# Prepended to a stage to measure the Python readers (as without the C reader).
-PYTHON_READERS = ("from harness import native_load\n"
-                  "native_load.available = lambda: False\n")
+# Prepended to a stage to measure the Python reader alone (as without the C
+# reader: the exact readers read both files).
+PYTHON_READER = ("from harness import native_load\n"
+                 "native_load.available = lambda: False\n")
 
 STAGE_CODE = {
     "parse": "from harness.loading import load_run\n"
@@ -133,8 +117,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--repeat", type=int, default=1,
                         help="run each stage this many times; the fastest is shown")
-    parser.add_argument("--no-python-readers", action="store_true",
-                        help="leave out the side-by-side figures of the Python readers")
+    parser.add_argument("--no-python-reader", action="store_true",
+                        help="leave out the side-by-side figures of the Python reader alone")
     args = parser.parse_args()
 
     scratch = None if args.dir else Path(tempfile.mkdtemp(prefix="fencepost-bench-"))
@@ -162,26 +146,28 @@ def _measure(run_dir: Path, args: argparse.Namespace) -> None:
           f"({final_size:.0f} MiB); {os.cpu_count()} CPUs")
     print(f"{'jobs':>4} {'stage':<22} {'wall s':>7} {'ops/s':>9} {'CPU s':>6} "
           f"{'peak PSS':>9} {'RSS main':>9} {'RSS child':>10}")
-    readers = [False] if args.no_python_readers else [False, True]
+    readers = [False] if args.no_python_reader else [False, True]
     for jobs in dict.fromkeys((args.jobs, 1)):
-        # The stages with the C reader and with the Python readers, in alternation.
+        # The stages with the C reader and with the Python reader alone, in alternation.
         figures = {(stage, python): _best(run_dir, stage, jobs, args.repeat, python)
                    for stage in STAGE_CODE for python in readers}
         for (stage, python), f in figures.items():
             if f is None:
                 continue
-            name = f"{stage}{' (Python readers)' if python else ''}"
+            name = f"{stage}{' (Python reader)' if python else ''}"
             print(f"{jobs:>4} {name:<22} {f['seconds']:>7.2f} {f['ops'] / f['seconds']:>9,.0f} "
                   f"{f['cpu']:>6.2f} {f['pss_mb']:>5.0f} MiB {f['rss_mb']:>5.0f} MiB "
                   f"{f['child_rss_mb']:>6.0f} MiB")
         for python in readers:
             parse, check = figures[("parse", python)], figures[("check", python)]
             if parse and check:
-                which = " (Python readers)" if python else ""
+                which = " (Python reader)" if python else ""
                 print(f"{jobs:>4} check/parse{which} = {check['seconds'] / parse['seconds']:.2f} (wall)")
-        if len(readers) == 2 and figures[("check", False)] and figures[("check", True)]:
-            ratio = figures[("check", False)]["seconds"] / figures[("check", True)]["seconds"]
-            print(f"{jobs:>4} check, C reader / Python readers = {ratio:.2f} (wall)")
+        for stage in STAGE_CODE if len(readers) == 2 else ():
+            c, python = figures[(stage, False)], figures[(stage, True)]
+            if c and python:
+                print(f"{jobs:>4} {stage}, C reader / Python reader = "
+                      f"{c['seconds'] / python['seconds']:.2f} (wall), {c['cpu'] / python['cpu']:.2f} (CPU)")
 
 
 def _best(run_dir: Path, stage: str, jobs: int, repeat: int, python: bool) -> dict | None:
@@ -197,7 +183,7 @@ def _best(run_dir: Path, stage: str, jobs: int, repeat: int, python: bool) -> di
 
 def _run_stage(run_dir: Path, stage: str, jobs: int, python: bool, sample: bool) -> dict | None:
     code = RUNNER.format(root=str(ROOT), run=str(run_dir), jobs=jobs,
-                         code=(PYTHON_READERS if python else "") + STAGE_CODE[stage])
+                         code=(PYTHON_READER if python else "") + STAGE_CODE[stage])
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         process = subprocess.Popen([sys.executable, "-c", code], stdout=out, stderr=err)
         peak_pss = 0
