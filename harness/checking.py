@@ -228,12 +228,11 @@ def write_counterexamples(run_dir: Path, reports: list[PartitionReport]) -> dict
 Task = tuple[int, "str | None"]  # (index in histories, None for the whole check or a half)
 # What a half of a partition's check costs, as a share of the whole check:
 # each half copies the partition and builds its observations again
-# (measured on the 1M-line bench: copy 0.55 s + half 0.7-0.8 s, whole 1.6 s).
+# (docs/BENCHMARKS.md, "Checking").
 HALF_COST = 0.8
 # Where whole partitions divide unevenly among the CPUs (3 on 2), up to this many
 # worker processes per job, one per partition, sharing `jobs` CPUs (`_shares`):
-# on the 1M-line bench, 3 workers on 2 CPUs took 6.2-7.0 s where 2 workers, one
-# partition split in halves, took 5.9-8.5 s (median 6.6 against 7.5, side by side).
+# faster than splitting a partition in halves (docs/BENCHMARKS.md, "Checking").
 MAX_WORKERS_PER_JOB = 2
 
 

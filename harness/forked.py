@@ -9,9 +9,9 @@ is serialised. The parent reads the pipes (`collect` reads several side by
 side, so that no child blocks on a full pipe), then `result()` reaps the child
 and returns its value, or raises its exception with `ChildTraceback` (the
 child's traceback) as the cause. `args` stay referenced in the child until it
-leaves, and it leaves without freeing anything: `fn` keeps what it built but
-would drop (and have freed object by object, for nothing) by putting it into
-a list passed among `args` (harness/checking.py's `held`). On Linux a child
+leaves, and it leaves without freeing anything: `fn` keeps what it built on
+itself, and Forked holds `fn` until the child leaves (harness/checking.py's
+`_Loader`, `_Worker`), so nothing is freed object by object, for nothing. On Linux a child
 is killed when its parent dies (`prctl(PR_SET_PDEATHSIG)`): its result would
 go nowhere, and a parent killed by SIGKILL (an OOM kill, a CI timeout) would
 otherwise leave it working on, and its own children with it. Fork only when

@@ -263,13 +263,6 @@ def _read_history(path: Path, problems: Problems
     return partitions, resets, reader.counts
 
 
-def verdict_stub(ph: PartitionHistory) -> PartitionHistory:
-    """`ph`'s topic and partition alone. For harness/analysis/checks.py's run
-    header until it takes `LoadedRun.header()`: the verdict reads
-    `LoadedRun.finals`, not the partitions."""
-    return PartitionHistory(ph.topic, ph.partition)
-
-
 def _read_final_elsewhere(path: Path) -> tuple[FinalLog, Problems]:
     """What the forked reader of final.jsonl sends back."""
     found = Problems()
@@ -440,15 +433,13 @@ def fresh_copy(ph: PartitionHistory) -> PartitionHistory:
 
     Why: a loaded partition's objects are spread over the whole heap,
     interleaved with the other partitions' and with what parsing freed, and
-    the checks walk them many times; on the 1M-line benchmark a partition's
-    check took 2.7 s as loaded and 1.1 s on a copy that cost 0.6 s to make.
-    Ints are copied by `+ 0` (a new int object), strings by encode/decode.
-    The final read's records are kept as they are: read from final.jsonl in
-    log order (or unpickled from the process that read it), a partition's lie
-    together already, and copying them cost more than it saved (6 alternating
-    pairs on the 1M-line bench, copy and check of one partition: median 1.69 s
-    with them kept, 1.85 s with them copied; kept faster in 5).
-    Replica logs, replica states and resets are kept too (walked once)."""
+    the checks walk them many times: on a copy they run faster than the copy
+    costs (docs/BENCHMARKS.md). Ints are copied by `+ 0` (a new int object),
+    strings by encode/decode. The final read's records are kept as they are:
+    read from final.jsonl in log order (or unpickled from the process that
+    read it), a partition's lie together already, and copying them costs more
+    than it saves. Replica logs, replica states and resets are kept too
+    (walked once)."""
     final = ph.final
     # Each distinct record and value string once; the final read's as they are.
     records: dict[tuple[int, str], tuple[int, str]] = dict(zip(final, final)) if final else {}
@@ -496,10 +487,10 @@ def fresh_copy(ph: PartitionHistory) -> PartitionHistory:
 def _gc_paused() -> Iterator[None]:
     """Pause the cyclic garbage collector while a run loads: building a million
     objects otherwise triggers full collections that cost more than the load
-    (measured: 6.6 s vs 2.7 s for 1M lines). Nothing loaded forms cycles.
-    freeze() then unfreeze() moves what was built straight to the oldest
-    generation, so the first collection after re-enabling does not traverse it
-    all as young objects (2.4 s on a heavy 1M-line run)."""
+    (docs/BENCHMARKS.md). Nothing loaded forms cycles. freeze() then
+    unfreeze() moves what was built straight to the oldest generation, so the
+    first collection after re-enabling does not traverse it all as young
+    objects."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:

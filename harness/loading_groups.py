@@ -1,7 +1,7 @@
 """Consumer groups in the checkers' input: a group member's `commit` and its `assign` from
 committed offsets, as `Commit`s and `Resume`s of the partitions they name (the rules are in
-harness/loading.py's docstring; checkers/groups.py judges them). One place for both readers of
-the history (the exact reader's `group_operations` and the fast path)."""
+harness/loading.py's docstring; checkers/groups.py judges them), as the exact reader's
+`group_operations` makes them; the C reader is held to it."""
 from __future__ import annotations
 
 from typing import Any, Iterable

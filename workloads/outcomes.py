@@ -8,9 +8,9 @@
   which a leader answers after the append when it loses leadership while an
   acks=all batch waits, as Kafka's DelayedProduce does) without counting it as a
   retry, so even with `retries = 0` the error reported may be the second attempt's
-  while the first is in the log. Measured on 2026-11-22: a kill/pause/partition run
+  while the first is in the log (a kill/pause/partition run
   read two values at offsets of leader epoch 2 whose sends had failed with
-  NOT_ENOUGH_REPLICAS, an error the broker gives only before it appends, from epoch 4.
+  NOT_ENOUGH_REPLICAS, an error the broker gives only before it appends, from epoch 4).
   So NOT_ENOUGH_REPLICAS, UNKNOWN_TOPIC_OR_PART and the like are `info`.
 - The errors in DEFINITE_PRODUCE_ERRORS are the same for every attempt of a
   message, so no earlier attempt was appended either; they are `fail` for a

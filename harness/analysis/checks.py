@@ -10,13 +10,13 @@ to the driver.
 from __future__ import annotations
 
 import pickle
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness.checking import check_partitions, compact
 from harness.detection import first_detection_s, first_evidence_ns
 from harness.errors import BadInput
-from harness.loading import LoadedRun, load_run, verdict_stub
+from harness.loading import LoadedRun, load_run
 from harness.rundir.record import configuration_of, read_record
 from harness.verdict import decide, verdict_word
 
@@ -46,7 +46,7 @@ def check_run_rows(run_id: str, run_dir: Path) -> list[tuple[str, str, int, byte
     except BadInput as e:  # one unreadable run is that run's error, not the campaign's
         return [(run_id, "", -1, pickle.dumps((str(e), config_of(run_dir))), None)]
     reports = check_partitions(run, jobs=1)
-    header = replace(run, partitions={key: verdict_stub(ph) for key, ph in run.partitions.items()})
+    header = run.header()
     rows = [(run_id, "", -1, pickle.dumps((header, RunConfig(*configuration_of(run.test).key))), None)]
     for ((topic, partition), ph), report in zip(run.partitions.items(), reports):
         rows.append((run_id, topic, partition, pickle.dumps(compact(report, EXAMPLES_KEPT)),

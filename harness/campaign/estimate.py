@@ -22,7 +22,7 @@ from harness.campaign.plan import PlannedRun
 from clusters import is_kafka
 from harness.rundir.names import CAMPAIGN_RUNS_DIR, CAMPAIGNS_DIR, OUTCOME_FILE
 
-# Measured on a 2-core machine (docs/CAMPAIGNS.md): a run's seconds beyond its time limit.
+# A run's seconds beyond its time limit, measured on a 2-core machine (docs/BENCHMARKS.md).
 MODELLED_OVERHEAD_S = {"own": 6.0, "kafka": 45.0}
 
 

@@ -207,7 +207,7 @@ static int parse_partitions(Reader *r, Cursor *c, Value *v, int keep) {
     return 0;
 }
 
-/* A client value with every field of fast_history._Value checked for shape. */
+/* A client value with every field the exact reader (harness/history.py) reads checked for shape. */
 static int parse_value(Reader *r, Cursor *c, Value *v, int keep) {
     memset(v, 0, sizeof *v);
     v->from_ok = 1;
@@ -271,7 +271,7 @@ static int parse_value(Reader *r, Cursor *c, Value *v, int keep) {
 }
 
 /* How a client line's value is read: its shape checked where the rules read
- * it (fast_history._unread_value), else only checked to be JSON. */
+ * it (the exact reader ignores it), else only checked to be JSON. */
 static int read_value(Reader *r, Cursor *c, Line *l) {
     l->value_parsed = 1;
     if (l->is_nemesis) return scan_skip(c, 1) ? give_up(r, "a malformed value") : 0;
@@ -399,7 +399,7 @@ static int push_poll(Reader *r, uint32_t part, int64_t process, const Pending *p
     return vec_push(&r->t->partitions.items[part].polls, rec) ? 0 : out_of_memory(r);
 }
 
-/* What fast_history's finish() does with a paired poll, assign, subscribe or
+/* What harness/loading.py's group_operations does with a paired poll, assign, subscribe or
  * crash; `done` is the completing line (NULL: never completed), and an ok
  * poll's records are in the scratch lists. */
 static int finish(Reader *r, int64_t number, Process *proc, int outcome, const Line *done) {
