@@ -30,7 +30,7 @@ from confluent_kafka import Consumer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 from bench.producer_load import VALUE_BYTES, latency_at_rate, percentile, produce_throughput  # noqa: E402
-from tests.broker_support import start_broker  # noqa: E402
+from tests.support.broker_support import start_broker  # noqa: E402
 
 ACKS_1 = {"acks": "1"}
 

@@ -132,7 +132,7 @@ def main() -> None:
 
 def _measure(run_dir: Path, args: argparse.Namespace) -> None:
     if not (run_dir / "history.jsonl").exists():
-        from tests.synth.generate import GenConfig, generate_to_dir
+        from tests.support.synth.generate import GenConfig, generate_to_dir
 
         started = time.perf_counter()
         generate_to_dir(run_dir, GenConfig(seed=args.seed, lines=args.lines, consumer_share=0.12,

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.broker_bench import ACKS_1, create_topic  # noqa: E402
 from bench.producer_load import produce_throughput  # noqa: E402
 from clusters.lazyfs import LazyMount  # noqa: E402
-from tests.broker_support import start_broker  # noqa: E402
+from tests.support.broker_support import start_broker  # noqa: E402
 
 VARIANTS = ("plain disk, --flush os", "in-process buffer, --flush lazy", "lazy filesystem, --flush os")
 

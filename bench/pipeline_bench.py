@@ -3,8 +3,8 @@ synthetic campaign; prints figures, asserts nothing about time.
 
 The campaign: --runs runs (default 200) of --lines history lines each (default 50,000:
 10,000,000 ops in all), 3 partitions, 10 producers, 2 consumers. --distinct of them (default
-20) are generated (tests/synth, distinct seeds); every fourth of those has a lost write
-planted (tests/synth/plant.py), so a quarter of the campaign is invalid. The others are
+20) are generated (tests/support/synth, distinct seeds); every fourth of those has a lost write
+planted (tests/support/synth/plant.py), so a quarter of the campaign is invalid. The others are
 hard links of those files, which the checkers cannot tell apart and which saves minutes of
 generation. Both checkers must find the same invalid runs, or the benchmark fails.
 
@@ -69,8 +69,8 @@ def main() -> None:
 
 
 def ensure_campaign(folder: Path, count: int, lines: int, distinct: int) -> list[Path]:
-    from tests.synth.generate import GenConfig, generate, generate_to_dir
-    from tests.synth.plant import plant
+    from tests.support.synth.generate import GenConfig, generate, generate_to_dir
+    from tests.support.synth.plant import plant
 
     runs = [folder / f"run-{i:04d}" for i in range(count)]
     started = time.perf_counter()

@@ -1,6 +1,6 @@
 """Benchmark of the own broker replicated: acks=all throughput and latency with RF 3, failover after a kill -9.
 
-A controller and three brokers (tests/local_cluster.LocalCluster, flush os,
+A controller and three brokers (tests/support/local_cluster.LocalCluster, flush os,
 truncation kip320), topics with one partition, RF 3 and min.insync.replicas=2,
 100-byte values, confluent-kafka producers with acks=all (not idempotent):
 (a) one producer sends --messages as fast as it can with librdkafka's batching
@@ -47,7 +47,7 @@ from confluent_kafka import Producer  # noqa: E402
 
 from bench.producer_load import VALUE_BYTES, latency_at_rate, percentile, produce_throughput  # noqa: E402
 from clusters.modes import TRUNCATION_MODES  # noqa: E402
-from tests.local_cluster import LocalCluster  # noqa: E402
+from tests.support.local_cluster import LocalCluster  # noqa: E402
 
 TOPIC_CONFIGS = {"min.insync.replicas": "2"}
 LOG_TIME = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}) ")

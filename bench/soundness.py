@@ -3,7 +3,7 @@ how often they cry wolf on valid histories. Prints figures, asserts no time.
 
 Planted runs: for every anomaly name of `checkers.anomaly.ALL`, `--per-type`
 runs (default 1,000) in which one of that name's planters
-(`tests.synth.plant.PLANTERS`, taken in turn) planted it into a small valid
+(`tests.support.synth.plant.PLANTERS`, taken in turn) planted it into a small valid
 generated history. Each run has its own seed, which fixes the generator's
 configuration (a few hundred lines; idempotent or not, 1-4 partitions, 1-3
 consumers, in one consumer group committing offsets or not, crashes, kills, offset gaps,
@@ -74,9 +74,9 @@ from harness.checking import check_partitions  # noqa: E402
 from harness.errors import BadInput  # noqa: E402
 from harness.loading import load_run, options_from_test  # noqa: E402
 from harness.verdict import decide  # noqa: E402
-from tests.synth.generate import GenConfig, generate  # noqa: E402
-from tests.synth.plant import PLANTERS, CannotPlant, plant  # noqa: E402
-from tests.synth.run import SynthRun  # noqa: E402
+from tests.support.synth.generate import GenConfig, generate  # noqa: E402
+from tests.support.synth.plant import PLANTERS, CannotPlant, plant  # noqa: E402
+from tests.support.synth.run import SynthRun  # noqa: E402
 
 EXIT_OK, EXIT_FINDING, EXIT_BAD_ARGS, EXIT_CRASH = 0, 1, 254, 255
 CLEAN = "clean"

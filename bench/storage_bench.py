@@ -18,7 +18,7 @@ from broker.dumplog import dump  # noqa: E402
 from broker.storage.batch import RecordBatch  # noqa: E402
 from broker.storage.log import PartitionLog  # noqa: E402
 from broker.storage.manager import LogManager  # noqa: E402
-from tests.broker_storage_builder import batch  # noqa: E402
+from tests.support.broker_storage_builder import batch  # noqa: E402
 
 RECORDS_PER_BATCH = 10
 VALUE = "v" * 90

@@ -1,0 +1,30 @@
+"""What the packages may take from each other, read from the source: the harness, the nemesis
+and the workloads reach clusters only through its public face (clusters/__init__.py), and the
+modes the harness names (clusters/modes.py) are the broker's own copy's (broker/common/modes.py,
+kept apart because the broker imports nothing of the project)."""
+from __future__ import annotations
+
+import re
+
+import broker.common.modes as broker_modes
+import clusters
+import clusters.modes as cluster_modes
+from tests.support.paths import ROOT
+
+DEEP_IMPORT = re.compile(r"^\s*(?:from|import) clusters\.([\w.]+)", re.M)
+
+
+def test_clusters_is_reached_through_its_public_face():
+    deep = [f"{path.relative_to(ROOT)}: clusters.{m}"
+            for package in ("harness", "nemesis", "workloads")
+            for path in sorted((ROOT / package).rglob("*.py"))
+            for m in DEEP_IMPORT.findall(path.read_text())]
+    assert deep == []
+    for name in clusters.__all__:
+        assert getattr(clusters, name) is not None, name
+
+
+def test_the_harness_and_the_broker_name_the_same_modes():
+    assert cluster_modes.TRUNCATION_MODES == broker_modes.TRUNCATION_MODES
+    assert cluster_modes.FLUSH_MODES == broker_modes.FLUSH_MODES
+    assert cluster_modes.TRUNCATIONS == (*broker_modes.TRUNCATION_MODES, cluster_modes.RELEASE_PROTOCOL)

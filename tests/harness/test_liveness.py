@@ -1,0 +1,75 @@
+"""Fatal markers in node logs (clusters/systems/markers.py) and the liveness section of
+results.json (harness/liveness.py): each marker found with its node and partition in lines
+copied from real broker logs, ordinary error lines left alone, and `fencepost check` of a run
+whose broker halted reporting it as a liveness finding while the verdict stays the checkers'."""
+from __future__ import annotations
+
+import shutil
+
+import orjson
+
+from clusters.systems.markers import fatal_markers
+from harness.checking import check_run
+from harness.liveness import liveness
+from tests.support.paths import EXAMPLES
+
+# Real lines (0.10.2.2's halt, 3.9.1's failed partition, 1.1.1's halt), and ordinary ones.
+HALT_0_10 = ("[2026-11-25 21:28:38,091] FATAL [ReplicaFetcherThread-0-1], Exiting because log truncation is not "
+             "allowed for partition fp-2, Current leader 1's latest offset 354 is less than replica 3's latest "
+             "offset 355 (kafka.server.ReplicaFetcherThread)")
+FAILED_3_9 = "[2026-11-21 10:11:12,345] WARN [ReplicaFetcher replicaId=3, leaderId=1, fetcherId=0] Partition fp-0 marked as failed (kafka.server.ReplicaFetcherThread)"
+APPEND = ("[2026-11-21 10:11:12,340] ERROR [ReplicaFetcher replicaId=3] Unexpected error occurred while processing data "
+          "for partition fp-0 at offset 57 (kafka.server.ReplicaFetcherThread)\n"
+          "kafka.common.UnexpectedAppendOffsetException: Unexpected offset in append to fp-0. First offset 50 is less "
+          "than the next offset 57.")
+ORDINARY = ("[2026-11-25 21:28:18,215] ERROR [ReplicaFetcherThread-0-2], Error for partition [fp,0] to broker "
+            "2:org.apache.kafka.common.errors.UnknownTopicOrPartitionException: This server does not host this "
+            "topic-partition. (kafka.server.ReplicaFetcherThread)\n[2026-11-25 21:28:18,215] INFO starting")
+
+
+def test_kafka_markers_name_the_node_the_partition_and_whether_the_broker_halts():
+    found = fatal_markers("kafka:0.10.2.2", "n3", "\n".join([ORDINARY, HALT_0_10, FAILED_3_9, APPEND]))
+    assert [(m.node, m.partition, m.halts) for m in found] == [("n3", "fp-2", True), ("n3", "fp-0", False),
+                                                              ("n3", None, False)]
+    assert found[0].line == HALT_0_10
+    assert fatal_markers("kafka", "n1", ORDINARY) == []
+
+
+def test_old_partition_names_in_brackets_are_read_too():
+    line = "FATAL [ReplicaFetcherThread-0-1], Exiting because log truncation is not allowed for partition [fp,2], x"
+    assert fatal_markers("kafka", "n2", line)[0].partition == "fp-2"
+
+
+def test_own_broker_markers_are_the_last_lines_of_tracebacks():
+    text = ("2026 INFO serving\nTraceback (most recent call last):\n  File \"x.py\", line 1, in f\n    g()\n"
+            "ValueError: bad frame\n2026 INFO on\n")
+    found = fatal_markers("own", "n1", text)
+    assert [(m.line, m.partition) for m in found] == [("ValueError: bad frame", None)]
+    assert fatal_markers("own", "n1", HALT_0_10.replace("FATAL", "INFO")) == []
+
+
+def test_the_liveness_section_reads_every_node_log_of_a_run(tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(next(p for p in sorted(EXAMPLES.iterdir()) if (p / "history.jsonl").exists()), run)
+    (run / "test.json").write_bytes(orjson.dumps({"name": "halted", "system": "kafka:0.10.2.2"}))
+    (run / "nodes" / "n3").mkdir(parents=True)
+    (run / "nodes" / "n3" / "broker.log").write_text(ORDINARY + "\n" + HALT_0_10 + "\n")
+    (run / "nodes" / "n1").mkdir()
+    (run / "nodes" / "n1" / "broker.log").write_text(ORDINARY + "\n")
+    section = liveness(run, {"system": "kafka:0.10.2.2"})
+    assert section["findings"] == 1 and section["failed_partitions"] == ["n3: fp-2"]
+    assert section["verdict"] == "failed" and section["kinds"]["fatal-marker"] == 1
+    assert section["fatal_markers"][0] == {"node": "n3", "partition": "fp-2", "line": HALT_0_10, "halts": True,
+                                           "log": "nodes/n3/broker.log"}
+    before = check_run(run, write=False, out=None)
+    assert before.results["liveness"] == section
+    (run / "nodes" / "n3" / "broker.log").write_text(ORDINARY + "\n")
+    after = check_run(run, write=False, out=None)
+    assert after.results["liveness"]["findings"] == 0
+    assert after.valid == before.valid  # liveness is beside safety, never part of the verdict
+
+
+def test_a_run_without_node_logs_has_no_liveness_finding(tmp_path):
+    section = liveness(tmp_path, {})
+    assert section["verdict"] == "ok" and section["findings"] == 0 and set(section["kinds"].values()) == {0}
+    assert section["fatal_markers"] == [] and section["failed_partitions"] == []
