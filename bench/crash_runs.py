@@ -16,7 +16,7 @@ die with it, which leaves less to clean, not more.
 Cleanup is scoped by default (`fencepost cleanup --cluster run-<id>`): the machine is
 shared, and a bare `fencepost cleanup` removes every cluster, other people's campaigns
 included. `--exclusive` (a machine to yourself) runs the bare `fencepost cleanup` and
-also requires the machine's global counts (tests/reliability/test_crash_safety.machine_counts) to
+also requires the machine's global counts (tests/support/crash_support.machine_counts) to
 be what they were before each run.
 
     python bench/crash_runs.py [--runs 20] [--seed 1] [--time-limit 8] [--expected 15] [--exclusive]
@@ -265,7 +265,7 @@ def _free_subnets() -> Iterator[str]:
 
 
 def _machine_counts() -> dict[str, int]:
-    from tests.reliability.test_crash_safety import machine_counts
+    from tests.support.crash_support import machine_counts
     return machine_counts()
 
 

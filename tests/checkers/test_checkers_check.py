@@ -9,9 +9,9 @@ from checkers.anomaly import DUPLICATE, LOST_WRITE, NONLINEARIZABLE, UNSEEN, def
 from checkers.check import PartitionReport, check_partition
 from checkers.partition import CheckOptions
 from harness.loading import load_run
+from tests.support.checkers_support import history, log, names, poll, send
 from tests.support.synth import generate as synth
 from tests.support.synth.strategies import gen_configs
-from tests.support.checkers_support import history, log, names, poll, send
 
 OFFSETS_ONLY = CheckOptions(linearizability=False)
 

@@ -12,7 +12,7 @@ from checkers.linear.model import Op
 from checkers.linear.models import RegisterModel
 from checkers.linear.witness import verify
 from checkers.partition import CheckOptions
-from tests.checkers.test_linear_kafka import simulate
+from tests.support.linear_support import simulate
 
 WITNESS = CheckOptions(linear_method="witness")
 SEARCH = CheckOptions(linear_method="search")

@@ -22,7 +22,7 @@ from harness.compare.order import system_key
 from harness.compare.table import rows
 from harness.run.spec import build_spec
 from nemesis import check_fault, parse_fault
-from tests.system.test_cli_cluster import fencepost
+from tests.support.cli import fencepost
 
 
 def hosts_only(tmp_path: Path, system: str = "own", brokers: int = 3, **options) -> Cluster:

@@ -22,8 +22,8 @@ from clusters.errors import ClusterConfigError
 from clusters.systems import system_for
 from clusters.systems.kafka import dist
 from clusters.systems.kafka.release import Release
+from tests.support.cli import fencepost
 from tests.support.paths import ROOT
-from tests.system.test_cli_cluster import fencepost
 
 ZK_VERSION = "3.9.1"
 KRAFT_VERSION = "4.3.1"

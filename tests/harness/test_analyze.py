@@ -12,8 +12,8 @@ from xml.etree import ElementTree as ET
 import pytest
 
 from harness.checking import check_run
+from tests.support.cli import fencepost
 from tests.support.paths import EXAMPLES
-from tests.system.test_cli_cluster import fencepost
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.spark]
 

@@ -17,8 +17,8 @@ import pytest
 
 from clusters.hosts.process import free_port
 from harness.checking import check_run
+from tests.support.cli import fencepost
 from tests.support.paths import EXAMPLES, ROOT
-from tests.system.test_cli_cluster import fencepost
 
 
 @pytest.fixture

@@ -21,8 +21,9 @@ import orjson
 import pytest
 
 from tests.support.browser import Browser
-from tests.harness.test_report import PLOTS, planted_run
-from tests.harness.test_serve import FENCEPOST, ROOT
+from tests.support.cli import FENCEPOST
+from tests.support.paths import ROOT
+from tests.support.report_support import PLOTS, planted_run
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -13,8 +13,8 @@ from harness.campaign.junit import write_junit
 from harness.campaign.plan import load_campaign
 from harness.campaign.runner import campaign_dir, campaign_exit_code, run_campaign
 from harness.errors import BadInput
+from tests.support.cli import fencepost
 from tests.support.paths import ROOT as REPO
-from tests.system.test_cli_cluster import fencepost
 
 
 def write(tmp_path: Path, text: str) -> Path:

@@ -11,7 +11,7 @@ import pytest
 from checkers.check import PartitionReport
 from harness import checking
 from harness.cli import main
-from tests.harness.test_loading import History, final_read, write_run
+from tests.support.run_builder import History, final_read, write_run
 
 
 def two_acked_sends():

@@ -21,8 +21,8 @@ from harness.compare.significance import Baseline, groups_without, with_p_values
 from harness.compare.table import rows
 from harness.errors import BadInput
 from harness.stats import two_rates_p, wilson_interval
+from tests.support.cli import fencepost
 from tests.support.paths import EXAMPLES
-from tests.system.test_cli_cluster import fencepost
 
 
 def test_wilson_interval_known_values():

@@ -4,7 +4,6 @@ both readers: the C reader (where it was compiled) and the exact reader alone
 (as without a C compiler)."""
 from __future__ import annotations
 
-import orjson
 import pytest
 
 from checkers.anomaly import DUPLICATE, LOST_WRITE, UNSEEN
@@ -13,6 +12,7 @@ from harness.errors import BadInput
 from harness.final_log import FinalState
 from harness.loading import load_run, options_from_test
 from tests.support.loading_support import python_only
+from tests.support.run_builder import History, final_read, write_run
 
 
 @pytest.fixture(autouse=True, params=["c-reader", "exact-reader"])
@@ -22,62 +22,6 @@ def reader(request, monkeypatch) -> str:
     elif not native_load.available():
         pytest.skip("the C reader was not compiled (no C compiler at install)")
     return request.param
-
-
-class History:
-    """Builds history.jsonl lines with consecutive indices."""
-
-    def __init__(self):
-        self.lines = []
-
-    def add(self, process, type_, f, value=None, **more):
-        d = {"index": len(self.lines), "time": 100 * len(self.lines), "process": process,
-             "type": type_, "f": f}
-        if value is not None:
-            d["value"] = value
-        d.update(more)
-        self.lines.append(d)
-        return d["index"]
-
-    def invoke_send(self, process, partition, value, topic="fp"):
-        return self.add(process, "invoke", "send", {"topic": topic, "partition": partition,
-                                                    "value": value})
-
-    def complete_send(self, process, partition, value, type_="ok", offset=None, topic="fp"):
-        v = {"topic": topic, "partition": partition, "value": value}
-        if type_ == "ok":
-            v.update(offset=offset, leader_epoch=1)
-        return self.add(process, type_, "send", v)
-
-    def poll(self, process, records):
-        """records: (partition, offset, value)"""
-        self.add(process, "invoke", "poll")
-        return self.add(process, "ok", "poll", {"records": [
-            {"topic": "fp", "partition": p, "offset": o, "value": v} for p, o, v in records]})
-
-    def assign(self, process, partitions):
-        value = {"partitions": [["fp", p] for p in partitions], "from": "beginning"}
-        self.add(process, "invoke", "assign", value)
-        return self.add(process, "ok", "assign", value)
-
-
-def write_run(run_dir, history, final=None, test=None):
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "history.jsonl").write_bytes(b"".join(orjson.dumps(d) + b"\n" for d in history.lines))
-    if final is not None:
-        (run_dir / "final.jsonl").write_bytes(b"".join(orjson.dumps(d) + b"\n" for d in final))
-    if test is not None:
-        (run_dir / "test.json").write_bytes(orjson.dumps(test))
-    return run_dir
-
-
-def final_read(partition, records, complete=None):
-    lines = [{"kind": "read", "topic": "fp", "partition": partition, "offset": o, "value": v}
-             for o, v in records]
-    if complete is not None:
-        lines.append({"kind": "read-state", "topic": "fp", "partition": partition,
-                      "complete": complete})
-    return lines
 
 
 def test_sends_are_grouped_by_partition_in_invoke_order_with_their_outcomes(tmp_path):

@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness import native_load
-from tests.support.synth.generate import GenConfig, generate_to_dir
 from tests.support.mutation_support import LINES, mutation
+from tests.support.synth.generate import GenConfig, generate_to_dir
 
 pq = pytest.importorskip("pyarrow.parquet", reason="pip install -e '.[spark]'")
 

@@ -17,7 +17,7 @@ from harness.replay.script import Entry, Unit, flatten, recorded_script
 from harness.replay.shrink import Candidate, Shrinker, Unreproduced
 from harness.run.spec import build_spec
 from harness.run.spec_toml import spec_toml
-from tests.system.test_cli_cluster import fencepost
+from tests.support.cli import fencepost
 
 T0 = 5_000_000_000  # the history's first op: the main phase's start
 

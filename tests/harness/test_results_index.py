@@ -14,9 +14,9 @@ import orjson
 from harness.index.page import write_index
 from harness.index.tree import scan
 from harness.serve import find_all, runs_page
-from tests.harness.test_campaign_report import make_campaign
+from tests.support.campaign_support import make_campaign
+from tests.support.cli import fencepost
 from tests.support.paths import EXAMPLES
-from tests.system.test_cli_cluster import fencepost
 
 
 def plain_run(results: Path, test: str, stamp: str, valid, system="own", truncation="kip320", faults="kill") -> Path:

@@ -23,18 +23,11 @@ import pytest
 
 from harness.errors import BadInput
 from harness.serve import make_server, run_entries
+from tests.support.cli import FENCEPOST
 from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.integration
 SECRET = "SECRET-CONTENT outside the results folder"
-
-# `fencepost` with the serve verb registered even where harness/commands/__init__.py
-# does not list it yet: the real parser, dispatch and exit codes of harness.cli.
-FENCEPOST = ("import sys, harness.commands as c\n"
-             "if 'harness.commands.serve' not in c.COMMANDS:\n"
-             "    c.COMMANDS = (*c.COMMANDS, 'harness.commands.serve')\n"
-             "from harness.cli import main\n"
-             "sys.exit(main(sys.argv[1:]))\n")
 
 
 def _run(results: Path, test: str, stamp: str, valid: object = None, report: bool = True) -> Path:

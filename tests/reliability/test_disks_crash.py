@@ -14,8 +14,8 @@ import pytest
 
 from clusters.lazyfs.cleanup import daemons
 from clusters.lazyfs.mounts import lazy_mounts
+from tests.support.crash_support import fencepost_cleanup, leftovers
 from tests.support.lazyfs_support import needs_fuse
-from tests.reliability.test_crash_safety import fencepost_cleanup, leftovers
 from tests.support.paths import SUPPORT
 
 pytestmark = [pytest.mark.integration, pytest.mark.root, pytest.mark.slow]

@@ -17,9 +17,9 @@ from clusters.hosts.local_process import marked_processes
 from clusters.lazyfs import LazyMount, cleanup
 from clusters.lazyfs.cleanup import daemons
 from clusters.lazyfs.mounts import lazy_mounts
+from tests.support.cli import fencepost
 from tests.support.lazyfs_support import needs_fuse, tree, write
 from tests.support.paths import SUPPORT
-from tests.system.test_cli_cluster import fencepost
 
 pytestmark = [pytest.mark.integration, pytest.mark.root]
 HARNESS = SUPPORT / "lazyfs_crash_harness.py"

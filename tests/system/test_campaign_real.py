@@ -30,8 +30,9 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
-from tests.system.test_cli_cluster import fencepost
-from tests.harness.test_serve import FENCEPOST, ROOT
+from tests.support.cli import fencepost
+from tests.support.cli import FENCEPOST
+from tests.support.paths import ROOT
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.root]
 

@@ -15,15 +15,9 @@ import pytest
 from confluent_kafka import Producer
 
 from clusters.hosts.local_process import local_state
-from tests.support.paths import ROOT
+from tests.support.cli import fencepost
 
 pytestmark = [pytest.mark.integration]
-
-
-def fencepost(cwd: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=timeout,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
 def acked_send(bootstrap: str, topic: str = "fp", n: int = 3) -> list[int]:

@@ -8,7 +8,7 @@ import os
 import orjson
 import pytest
 
-from tests.system.test_cli_cluster import fencepost
+from tests.support.cli import fencepost
 
 pytestmark = [pytest.mark.integration, pytest.mark.root, pytest.mark.slow]
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.system.test_cli_cluster import fencepost
+from tests.support.cli import fencepost
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

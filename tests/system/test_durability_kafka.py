@@ -20,9 +20,9 @@ from pathlib import Path
 import orjson
 import pytest
 
+from tests.support.cli import fencepost
+from tests.support.kafka_support import needs_root_and_java, rechecked
 from tests.support.lazyfs_support import needs_fuse
-from tests.system.test_kafka_releases import needs_root_and_java, rechecked
-from tests.system.test_cli_cluster import fencepost
 
 pytestmark = [pytest.mark.integration, pytest.mark.java, pytest.mark.root, pytest.mark.slow]
 

@@ -11,7 +11,6 @@ three targeted runs, and a fix must hold in one.
 """
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -22,24 +21,13 @@ import pytest
 
 from clusters.errors import ClusterConfigError
 from clusters.systems.kafka import dist
-from tests.system.test_cli_cluster import fencepost
+from tests.support.cli import fencepost
+from tests.support.kafka_support import needs_java_and_maven, needs_root_and_java, rechecked
 
 pytestmark = [pytest.mark.integration, pytest.mark.java]
 
 ATTEMPTS = 3
 SUBNET = "10.77.74.0/24"
-
-
-def needs_java_and_maven() -> None:
-    for tool in ("java", "mvn"):
-        if shutil.which(tool) is None:
-            pytest.skip(f"stock Kafka needs {tool} (scripts/provision installs it)")
-
-
-def needs_root_and_java() -> None:
-    if os.geteuid() != 0:
-        pytest.skip("the netns backend needs root")
-    needs_java_and_maven()
 
 
 def run(where: Path, *args: str) -> tuple[subprocess.CompletedProcess, Path | None]:
@@ -49,13 +37,6 @@ def run(where: Path, *args: str) -> tuple[subprocess.CompletedProcess, Path | No
                      "--backend-option", f"subnet={SUBNET}", *args, timeout=900)
     found = re.search(r"run directory: (\S+)", done.stdout)
     return done, (where / found.group(1) if found else None)
-
-
-def rechecked(run_dir: Path) -> dict:
-    """`fencepost check` of what the run recorded: the verdict comes from the files alone."""
-    done = fencepost(run_dir.parent, "check", str(run_dir), timeout=300)
-    assert done.returncode in (0, 1), (done.stdout, done.stderr[-2000:])
-    return orjson.loads((run_dir / "results.json").read_bytes())
 
 
 def first_run_with(tmp_path: Path, release: str, fault: str, anomaly: str, *args: str) -> Path:

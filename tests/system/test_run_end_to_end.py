@@ -11,23 +11,10 @@ from pathlib import Path
 import orjson
 import pytest
 
+from tests.support.cli import fencepost, history, run
 from tests.support.paths import ROOT
-from tests.system.test_cli_cluster import fencepost
 
 pytestmark = [pytest.mark.integration, pytest.mark.root, pytest.mark.slow]
-
-
-def run(tmp_path: Path, *args: str, timeout: float = 600):
-    if os.geteuid() != 0:
-        pytest.skip("the netns backend needs root")
-    done = fencepost(tmp_path, "run", *args, timeout=timeout)
-    match = re.search(r"run directory: (\S+)", done.stdout)
-    run_dir = tmp_path / match.group(1) if match else None
-    return done, run_dir
-
-
-def history(run_dir: Path) -> list[dict]:
-    return [orjson.loads(line) for line in (run_dir / "history.jsonl").read_bytes().splitlines()]
 
 
 def test_a_short_default_run_is_valid_and_leaves_a_complete_run_directory(tmp_path):
