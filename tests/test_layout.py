@@ -9,10 +9,12 @@
 
 Every test module sits in one of the test folders (this file alone stays at tests/), and no
 module imports a test module: what two test modules share is a helper of tests/support/ (or
-a fixture of tests/conftest.py), so a test module can move without breaking another."""
+a fixture of tests/conftest.py), so a test module can move without breaking another; and
+every tests/ path the docs, README.md, bench/ and the tests cite is there."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 from tests.support.paths import ROOT
@@ -21,6 +23,10 @@ TESTS = ROOT / "tests"
 SOURCE_PACKAGES = ("broker", "clusters", "checkers", "workloads", "nemesis", "harness")
 TEST_FOLDERS = (*SOURCE_PACKAGES, "system", "reliability")
 SUPPORT = "support"
+# tests/... as docs cite it: a file (also before ::test), a folder, a glob, `module.attribute`;
+# and a test module run as a program, `python -m tests.reliability.test_broker_fuzz`
+CITATION = re.compile(r"(?<![\w/.-])tests/[\w/.*-]*[\w*/]")
+RUN_AS_MODULE = re.compile(r"-m (tests(?:\.\w+)+)")
 
 
 def python_files(folder: Path) -> list[Path]:
@@ -107,3 +113,36 @@ def test_the_import_check_sees_every_way_of_importing_a_test_module(tmp_path):
     names = [name for _, name in imported_modules(program, tmp_path) if names_a_test_module(name)]
     assert {n.rsplit(".", 1)[-1] for n in names} >= {"test_a", "test_b", "test_c", "test_d", "test_e"}
     assert not any("fencepost" in n or n.endswith(".cli") for n in names)
+
+
+def cited_paths(text: str) -> list[str]:
+    return ([m.group(0) for m in CITATION.finditer(text)]
+            + [m.group(1).replace(".", "/") + ".py" for m in RUN_AS_MODULE.finditer(text)])
+
+
+def cites_something_there(citation: str) -> bool:
+    if any(ROOT.glob(citation)) if "*" in citation else (ROOT / citation).exists():
+        return True
+    module, _, attribute = citation.rpartition(".")  # tests/support/local_cluster.LocalCluster
+    return bool(module) and attribute != "py" and (ROOT / f"{module}.py").is_file()
+
+
+def test_every_cited_test_path_is_there():
+    sources = [ROOT / "README.md", ROOT / "pyproject.toml", *(ROOT / "docs").rglob("*.md"),
+               *python_files(ROOT / "bench"), *python_files(TESTS), *(ROOT / "scripts").iterdir()]
+    sources = [s for s in sources if s.is_file() and s != TESTS / "test_layout.py"]  # its examples are made up
+    stale = [f"{source.relative_to(ROOT)}: {citation}" for source in sources
+             for citation in cited_paths(source.read_text(errors="replace")) if not cites_something_there(citation)]
+    assert stale == [], f"citations of test files that are not there (moved? see tests/test_layout.py): {stale}"
+
+
+def test_the_citation_check_reads_citations_as_docs_write_them():
+    text = ("`tests/harness/test_formats.py` holds; see tests/support/synth/. Also tests/system/test_x.py. "
+            "(`tests/broker/test_broker_storage_log.py::test_truncate`), tests/support/local_cluster.LocalCluster, "
+            "`python3 -m pytest tests/clusters/test_lazyfs*.py`, jepsen/tests/kafka.clj, "
+            "`python -m tests.reliability.test_broker_fuzz --frames 9`, python -m tests.test_broker_fuzz")
+    assert cited_paths(text) == ["tests/harness/test_formats.py", "tests/support/synth/", "tests/system/test_x.py",
+                                 "tests/broker/test_broker_storage_log.py",
+                                 "tests/support/local_cluster.LocalCluster", "tests/clusters/test_lazyfs*.py",
+                                 "tests/reliability/test_broker_fuzz.py", "tests/test_broker_fuzz.py"]
+    assert [cites_something_there(c) for c in cited_paths(text)] == [True, True, False, True, True, True, True, False]
