@@ -72,7 +72,8 @@ sys.path.insert(0, str(ROOT))
 from checkers import anomaly as A  # noqa: E402
 from harness.checking import check_partitions  # noqa: E402
 from harness.errors import BadInput  # noqa: E402
-from harness.loading import load_run, options_from_test  # noqa: E402
+from harness.loading import load_run  # noqa: E402
+from harness.rundir.test_file import checker_section  # noqa: E402
 from harness.verdict import decide  # noqa: E402
 from tests.support.synth.generate import GenConfig, generate  # noqa: E402
 from tests.support.synth.plant import PLANTERS, CannotPlant, plant  # noqa: E402
@@ -504,7 +505,7 @@ def checker_settings(pairs: Iterable[str]) -> tuple[tuple[str, Any], ...]:
         except json.JSONDecodeError:
             raise BadInput(f"--checker {pair!r}: VALUE {raw!r} is not JSON; quote strings, "
                            f"e.g. linear_method='\"search\"'") from None
-    options_from_test({"checker": out}, "--checker")
+    checker_section({"checker": out}, "--checker")
     return tuple(sorted(out.items()))
 
 

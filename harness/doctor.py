@@ -125,7 +125,7 @@ def _java_and_maven() -> list[Finding]:
 def _chromium() -> list[Finding]:
     path = shutil.which("chromium") or shutil.which("chromium-browser")
     return [Finding("chromium", path is not None, path or "not on PATH",
-                    "the browser tests of the report (tests/test_browser_*.py); not needed to view reports",
+                    "the browser tests of the report (tests/harness/test_browser_report.py); not needed to view reports",
                     "" if path else f"apt-get install chromium, or {PROVISION}")]
 
 

@@ -30,7 +30,6 @@ import orjson
 from checkers.partition import PartitionHistory, ReplicaState
 from harness.errors import Problems, clip as _clip, show as _show
 
-FINAL_FILE = "final.jsonl"
 KINDS = ("read", "replica", "replica-state", "read-state")
 
 PartitionKey = tuple[str, int]

@@ -38,7 +38,6 @@ from typing import Any, Iterator, Literal
 import orjson
 
 from harness.errors import Problems, clip as _clip, show as _show
-from harness.rundir.names import HISTORY_FILE  # noqa: F401 (importers move to harness.rundir.names)
 
 _log = logging.getLogger("fencepost.history")
 

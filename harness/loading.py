@@ -38,22 +38,17 @@ from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-import orjson
 
-from checkers.anomaly import ALL as ALL_ANOMALIES, default_invalid
 from checkers.partition import CheckOptions, PartitionHistory, Poll, Reset, Send
 from harness import native_load
 from harness.errors import BadInput, Problems
-from harness.final_log import FINAL_FILE, NO_FINAL_READ, FinalLog, FinalState, read_final
+from harness.final_log import NO_FINAL_READ, FinalLog, FinalState, read_final
 from harness.forked import Forked, can_fork
-from harness.history import HISTORY_FILE, HistoryCounts, HistoryReader, Operation
+from harness.history import HistoryCounts, HistoryReader, Operation
 from harness.loading_groups import commits_of, resumes_of
+from harness.rundir.names import FINAL_FILE, HISTORY_FILE, RUN_DIR_HELP, TEST_FILE
+from harness.rundir.test_file import checker_section, read_test
 
-TEST_FILE = "test.json"
-RUN_DIR_HELP = (f"a run directory holds {HISTORY_FILE} (the operations), {FINAL_FILE} (the final "
-                f"reads and replica logs) and optionally {TEST_FILE} (the test spec), as in "
-                f"results/<test-name>/<YYYYmmddTHHMMSS><UTC offset>-<6 hex>/; give the path "
-                f"of one, or results/latest")
 RESET_FS = frozenset(("assign", "subscribe", "crash"))
 # A final.jsonl smaller than this is read in this process even when `parallel`:
 # forking and pickling would cost more than reading it.
@@ -143,7 +138,8 @@ def load_run(run_dir: Path | str, *, parallel: bool = False, lazy: bool = False)
     if not history_path.is_file():
         raise BadInput(f"{run_dir} is not a run directory (it has no {HISTORY_FILE}): {RUN_DIR_HELP}")
     test = read_test(run_dir / TEST_FILE)
-    options, invalid = options_from_test(test, run_dir / TEST_FILE)
+    checker = checker_section(test, run_dir / TEST_FILE)
+    options, invalid = checker.options, checker.invalid
     problems = Problems()
     final_path = run_dir / FINAL_FILE
     with _gc_paused():
@@ -279,65 +275,6 @@ def _add_problems(problems: Problems, found: Problems) -> None:
     for message in found.warnings:
         problems.warning(message)
     problems.warning_count += found.warning_count - len(found.warnings)
-
-
-def read_test(path: Path) -> dict[str, Any]:
-    """test.json as a dict; {} when absent."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return {}
-    try:
-        test = orjson.loads(data)
-    except orjson.JSONDecodeError as e:
-        raise BadInput(f"{path}: not valid JSON ({e}); fix or remove it (it is optional)") from None
-    if type(test) is not dict:
-        raise BadInput(f"{path}: expected a JSON object, got {type(test).__name__}")
-    return test
-
-
-LINEAR_METHODS = ("witness", "search")
-
-
-def options_from_test(test: dict[str, Any], where: Path | str = TEST_FILE
-                      ) -> tuple[CheckOptions, frozenset[str]]:
-    """CheckOptions and the anomaly names that make a run invalid, from test.json."""
-    defaults = CheckOptions()
-    idempotent = _setting(test, "producer.idempotent", bool, defaults.idempotent, where)
-    linearizability = _setting(test, "checker.linearizability", bool, defaults.linearizability, where)
-    budget = _setting(test, "checker.search_budget", int, defaults.search_budget, where)
-    method = _setting(test, "checker.linear_method", str, defaults.linear_method, where)
-    if method not in LINEAR_METHODS:
-        raise BadInput(f"{where}: field \"checker.linear_method\": {method!r} is not one of "
-                       f"{', '.join(LINEAR_METHODS)}")
-    if budget <= 0:
-        raise BadInput(f"{where}: field \"checker.search_budget\": {budget} must be a positive "
-                       f"number of states")
-    invalid = _setting(test, "checker.invalid", list, None, where)
-    if invalid is None:
-        invalid_set = default_invalid(idempotent)
-    else:
-        unknown = [name for name in invalid if name not in ALL_ANOMALIES]
-        if unknown:
-            raise BadInput(f"{where}: field \"checker.invalid\": {unknown} are not anomaly names; "
-                           f"known: {', '.join(ALL_ANOMALIES)}")
-        invalid_set = frozenset(invalid)
-    return CheckOptions(idempotent=idempotent, linearizability=linearizability,
-                        linear_method=method, search_budget=budget), invalid_set
-
-
-def _setting(test: dict[str, Any], dotted: str, kind: type, default: Any, where: Path | str) -> Any:
-    node: Any = test
-    for part in dotted.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return default
-        node = node[part]
-    if node is None:
-        return default
-    if type(node) is not kind:  # `type is`, so that true is not taken for an int
-        raise BadInput(f"{where}: field \"{dotted}\": expected {kind.__name__}, got "
-                       f"{orjson.dumps(node).decode()[:80]}")
-    return node
 
 
 def group_operations(operations: Iterable[Operation]

@@ -392,8 +392,8 @@ def _check_system(spec: TestSpec) -> None:
 
 
 def _check_checker(spec: TestSpec) -> None:
-    from harness.loading import options_from_test
+    from harness.rundir.test_file import checker_section
     unknown = sorted(set(spec.checker) - set(CHECKER_KEYS))
     if unknown:
         raise BadInput(f"unknown setting checker.{unknown[0]}: the settings of [checker] are {', '.join(CHECKER_KEYS)}")
-    options_from_test({"checker": dict(spec.checker)}, "[checker]")
+    checker_section({"checker": dict(spec.checker)}, "[checker]")

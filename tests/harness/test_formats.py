@@ -30,7 +30,7 @@ from harness.checking import check_run
 from harness.errors import Problems
 from harness.final_log import KINDS, FinalReader
 from harness.history import CLIENT_FS, TYPES, HistoryReader
-from harness.loading import LINEAR_METHODS
+from harness.rundir.test_file import LINEAR_METHODS
 from harness.rundir.store import RUN_NAME
 from nemesis.catalog import FAULT_CLASSES
 from nemesis.scenarios import Scenario

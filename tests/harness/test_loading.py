@@ -10,7 +10,8 @@ from checkers.anomaly import DUPLICATE, LOST_WRITE, UNSEEN
 from harness import native_load
 from harness.errors import BadInput
 from harness.final_log import FinalState
-from harness.loading import load_run, options_from_test
+from harness.loading import load_run
+from harness.rundir.test_file import checker_section
 from tests.support.loading_support import python_only
 from tests.support.run_builder import History, final_read, write_run
 
@@ -148,6 +149,11 @@ def test_counts_and_problems_are_reported(tmp_path):
     assert (run.counts.lines, run.counts.ops, run.counts.nemesis, run.counts.final_lines) == (4, 3, 1, 1)
     assert run.counts.by_f_type == {"kill": {"info": 1}, "send": {"invoke": 1, "ok": 1}}
     assert run.errors == [] and len(run.warnings) == 1 and "history.jsonl:4" in run.warnings[0]
+
+
+def options_from_test(test):
+    section = checker_section(test)
+    return section.options, section.invalid
 
 
 def test_options_and_the_invalid_set_from_test_json():

@@ -1,0 +1,85 @@
+"""test.json read in one place: the whole document as the run wrote it (`read_test`), and its
+`checker` section typed (`checker_section`): how the run is checked (docs/FORMATS.md, test.json;
+docs/CHECKERS.md). Every reader of what test.json says about checking goes through here: the
+loader, the run spec's `[checker]` check, and the analysis on Spark.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from checkers.anomaly import ALL as ALL_ANOMALIES, default_invalid
+from checkers.partition import CheckOptions
+from harness.errors import BadInput
+from harness.rundir.names import TEST_FILE
+
+LINEAR_METHODS = ("witness", "search")
+
+
+@dataclass(frozen=True, slots=True)
+class CheckerSection:
+    """How a run is checked: the checkers' options and the anomaly names that make it invalid
+    (`checker.invalid`, else the default set for its producer, `checkers.anomaly.default_invalid`)."""
+
+    options: CheckOptions
+    invalid: frozenset[str]
+
+
+def read_test(path: Path) -> dict[str, Any]:
+    """test.json at `path` as a dict; {} when absent (it is optional). BadInput when it is no
+    JSON object."""
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        return {}
+    try:
+        test = orjson.loads(data)
+    except orjson.JSONDecodeError as e:
+        raise BadInput(f"{path}: not valid JSON ({e}); fix or remove it (it is optional)") from None
+    if type(test) is not dict:
+        raise BadInput(f"{path}: expected a JSON object, got {type(test).__name__}")
+    return test
+
+
+def checker_section(test: dict[str, Any], where: Path | str = TEST_FILE) -> CheckerSection:
+    """The checker section of `test` (a test.json document, or a spec's settings), each field
+    checked for its kind and value; BadInput names the field (`where` says which file)."""
+    defaults = CheckOptions()
+    idempotent = _setting(test, "producer.idempotent", bool, defaults.idempotent, where)
+    linearizability = _setting(test, "checker.linearizability", bool, defaults.linearizability, where)
+    budget = _setting(test, "checker.search_budget", int, defaults.search_budget, where)
+    method = _setting(test, "checker.linear_method", str, defaults.linear_method, where)
+    if method not in LINEAR_METHODS:
+        raise BadInput(f"{where}: field \"checker.linear_method\": {method!r} is not one of "
+                       f"{', '.join(LINEAR_METHODS)}")
+    if budget <= 0:
+        raise BadInput(f"{where}: field \"checker.search_budget\": {budget} must be a positive "
+                       f"number of states")
+    invalid = _setting(test, "checker.invalid", list, None, where)
+    if invalid is None:
+        invalid_set = default_invalid(idempotent)
+    else:
+        unknown = [name for name in invalid if name not in ALL_ANOMALIES]
+        if unknown:
+            raise BadInput(f"{where}: field \"checker.invalid\": {unknown} are not anomaly names; "
+                           f"known: {', '.join(ALL_ANOMALIES)}")
+        invalid_set = frozenset(invalid)
+    return CheckerSection(CheckOptions(idempotent=idempotent, linearizability=linearizability,
+                                       linear_method=method, search_budget=budget), invalid_set)
+
+
+def _setting(test: dict[str, Any], dotted: str, kind: type, default: Any, where: Path | str) -> Any:
+    node: Any = test
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return default
+        node = node[part]
+    if node is None:
+        return default
+    if type(node) is not kind:  # `type is`, so that true is not taken for an int
+        raise BadInput(f"{where}: field \"{dotted}\": expected {kind.__name__}, got "
+                       f"{orjson.dumps(node).decode()[:80]}")
+    return node
