@@ -88,6 +88,7 @@ class Observations:
     landings: list[int]
     # The highest offset each of `reads` returned: `read_marks()` computes it once.
     marks: list[int] | None = None
+    known: list[int] | None = None  # `known_offsets()`, computed once
 
     def read_marks(self) -> list[int]:
         """The highest offset each of `reads` returned, in their order."""
@@ -125,8 +126,11 @@ class Observations:
         return [o for o in self.offsets_of(value) if self.final_at.get(o) == value]
 
     def known_offsets(self) -> list[int]:
-        """Offsets seen in acks, ok polls and the final read, ascending."""
-        return sorted(self.value_at)
+        """Offsets seen in acks, ok polls and the final read, ascending (computed once: the
+        checks that ask share it and must not change it)."""
+        if self.known is None:
+            self.known = sorted(self.value_at)
+        return self.known
 
 
 def observe(ph: PartitionHistory) -> Observations:

@@ -18,8 +18,9 @@ here with the worker's traceback as its cause. `jobs=1`, a small run (below
 FORK_MIN_OPS) or a process running other threads check in this process.
 Work is shared by cost (`_shares`); where whole partitions would leave a
 worker idle through the last round (3 partitions on 2 workers), either a
-partition is checked in two halves by two workers
-(`checkers.check.check_half`) and its report joined here, or each partition
+partition's checks are split in two halves (`HALVES`: named checks of
+`checkers.check.CHECKS`) run by two workers and their findings merged here
+(`checkers.check.merge`), or each partition
 gets a worker of its own and the workers share `jobs` CPUs (held to them by
 their CPU affinity where the machine has more): whichever the cost model
 says ends sooner (for 3 equal partitions on 2, the latter).
@@ -46,13 +47,14 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from checkers.anomaly import Anomaly
-from checkers.check import HALVES, PartitionReport, check_half, check_partition, join_halves
+from checkers.check import CHECKS, Findings, PartitionReport, check_partition, merge, run_checks
 from checkers.partition import PartitionHistory
 from harness.errors import BadInput
 from harness.forked import Forked, can_fork, collect
-from harness.history import HISTORY_FILE
+from harness.rundir.names import HISTORY_FILE, TEST_FILE
+from harness.rundir.test_file import read_test
 from harness.liveness import liveness
-from harness.loading import TEST_FILE, LoadedRun, PartitionKey, fresh_copy, load_run, read_test
+from harness.loading import LoadedRun, PartitionKey, fresh_copy, load_run
 from harness.summary import (
     EXAMPLES_PER_ANOMALY, build_results, partition_name, print_summary, write_results,
 )
@@ -204,6 +206,18 @@ def compact(report: PartitionReport, keep: int) -> PartitionReport:
     return report
 
 
+def compact_findings(findings: dict[str, Findings], keep: int, key: PartitionKey) -> dict[str, Findings]:
+    """`findings` of partition `key` with their anomalies compacted together, as `compact` does
+    a report's."""
+    names = list(findings)
+    everything = compact(PartitionReport(key[0], key[1], [a for name in names for a in findings[name].anomalies],
+                                         {}), keep)
+    kept = iter(everything.anomalies)
+    for name in names:
+        findings[name].anomalies = [next(kept) for _ in findings[name].anomalies]
+    return findings
+
+
 def write_counterexamples(run_dir: Path, reports: list[PartitionReport]) -> dict[str, str]:
     """Write the page of each partition found not linearizable; returns
     partition name -> path relative to the run directory."""
@@ -225,7 +239,12 @@ def write_counterexamples(run_dir: Path, reports: list[PartitionReport]) -> dict
 # --- worker processes ---------------------------------------------------------------
 
 
-Task = tuple[int, "str | None"]  # (index in histories, None for the whole check or a half)
+# A partition's checks in two halves of about equal cost, independent once each has built the
+# observations: the offset checks and the search; the rest. Which checks go together is this
+# scheduler's choice; the checkers only run the checks they are named.
+HALVES = (("offsets", "linearizability"), ("counts", "polls", "groups", "replicas", "unseen"))
+assert sorted(name for half in HALVES for name in half) == sorted(CHECKS), "every check in one half"
+Task = tuple[int, "int | None"]  # (index in histories, None for the whole check, else a half's index)
 # What a half of a partition's check costs, as a share of the whole check:
 # each half copies the partition and builds its observations again
 # (docs/BENCHMARKS.md, "Checking").
@@ -247,19 +266,19 @@ def _check_in_workers(run: LoadedRun, keys: list[PartitionKey], shares: list[lis
     try:
         for share in shares:
             names = ", ".join(f"{keys[i][0]}/{keys[i][1]}"
-                              + ("" if half is None else f" ({half} half)") for i, half in share)
+                              + ("" if half is None else f" ({'+'.join(HALVES[half])})") for i, half in share)
             children.append((Forked(f"the check worker of {names}", worker, share), share))
         collect([child for child, _ in children])
         reports: list[PartitionReport | None] = [None] * len(keys)
-        halves: dict[int, dict[str, PartitionReport]] = {}
+        halves: dict[int, dict[str, Findings]] = {}
         for child, share in children:
-            for (i, half), report in zip(share, child.result()):
+            for (i, half), result in zip(share, child.result()):
                 if half is None:
-                    reports[i] = report
+                    reports[i] = result
                 else:
-                    halves.setdefault(i, {})[half] = report
-        for i, parts in halves.items():
-            reports[i] = join_halves(*(parts[half] for half in HALVES))
+                    halves.setdefault(i, {}).update(result)
+        for i, findings in halves.items():
+            reports[i] = merge(keys[i][0], keys[i][1], findings)
     finally:
         for child, _ in children:
             child.stop()  # a no-op for those reaped by result()
@@ -271,7 +290,7 @@ def _shares(sizes: list[int], jobs: int) -> list[list[Task]]:
     the worker with the least so far. When that leaves workers idle at the
     end (3 partitions on 2 workers: one waits while the other checks the
     third), whichever ends the work sooner: the smallest large partitions
-    checked in two halves by two workers (checkers.check.check_half), or up
+    checked in two halves (`HALVES`) by two workers, or up
     to MAX_WORKERS_PER_JOB * jobs workers, one per partition, sharing `jobs`
     CPUs (`worker_cpus`). `sizes`: what each partition costs
     (`LoadedRun.partition_size`)."""
@@ -282,7 +301,7 @@ def _shares(sizes: list[int], jobs: int) -> list[list[Task]]:
     for split in range(1, min(len(by_size), jobs) + 1):
         halved = set(by_size[:split])
         tasks = [task for task in whole if task[1][0] not in halved]
-        tasks += [(HALF_COST * sizes[i], (i, half)) for i in halved for half in HALVES]
+        tasks += [(HALF_COST * sizes[i], (i, half)) for i in halved for half in range(len(HALVES))]
         candidate = _balanced(tasks, jobs)
         if candidate[0] < best[0]:
             best = candidate
@@ -336,19 +355,21 @@ class _Worker:
     cpus: frozenset[int] | None
     checked: list[PartitionHistory] = field(default_factory=list)
 
-    def __call__(self, share: list[Task]) -> list[PartitionReport]:
+    def __call__(self, share: list[Task]) -> list[PartitionReport | dict[str, Findings]]:
         if self.cpus is not None:
             os.sched_setaffinity(0, self.cpus)
         run, keep = self.run, self.keep
-        reports = []
+        results: list[PartitionReport | dict[str, Findings]] = []
         for i, half in share:
             ph = _checked(run, self.keys[i])
             self.checked.append(ph)
             if half is None:
-                reports.append(check_partition(ph, run.options, keep))
+                report = check_partition(ph, run.options, keep)
+                results.append(report if keep is None else compact(report, keep))
             else:
-                reports.append(check_half(ph, run.options, half, keep=keep))
-        return reports if keep is None else [compact(report, keep) for report in reports]
+                findings = run_checks(ph, run.options, HALVES[half], keep=keep)
+                results.append(findings if keep is None else compact_findings(findings, keep, self.keys[i]))
+        return results
 
 
 @contextmanager

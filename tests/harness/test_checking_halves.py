@@ -1,6 +1,6 @@
-"""A partition checked in two halves (checkers.check.check_half, each with
-its own observations, as two workers do) joins into the very report
-`check_partition` gives, for every planted anomaly; `fencepost check --jobs 2`
+"""The checks of a partition, run in any split (checkers.check.run_checks, each part with
+its own observations, as two workers do), merge into the very report `check_partition`
+gives, for every planted anomaly; `fencepost check --jobs 2`
 splits a partition, or gives each partition a worker of its own (held to
 `jobs` CPUs), only when that ends the work sooner, and gives the same
 results.json as one process when it does.
@@ -13,7 +13,7 @@ import os
 
 import pytest
 
-from checkers.check import OFFSETS_HALF, READS_HALF, check_half, check_partition, join_halves
+from checkers.check import CHECKS, check_partition, merge, run_checks
 from checkers.partition import CheckOptions, PartitionHistory
 from harness import checking
 from harness.checking import _shares, check_run, worker_cpus
@@ -36,14 +36,20 @@ def test_two_halves_join_into_the_whole_report(tmp_path, base_run, name):
     run = load_run(planted.run.write(tmp_path / "run"))
     for ph in run.partitions.values():
         whole = check_partition(ph, run.options)
-        joined = join_halves(check_half(ph, run.options, OFFSETS_HALF),
-                             check_half(ph, run.options, READS_HALF))
-        assert joined == whole
+        for half in checking.HALVES:
+            rest = tuple(name for name in CHECKS if name not in half)
+            # The scheduler's halves, in either order, and each check alone: one report.
+            findings = {**run_checks(ph, run.options, rest), **run_checks(ph, run.options, half)}
+            assert merge(ph.topic, ph.partition, findings) == whole
+        alone = {name: run_checks(ph, run.options, (name,))[name] for name in reversed(CHECKS)}
+        assert merge(ph.topic, ph.partition, alone) == whole
 
 
-def test_a_bad_half_is_refused():
-    with pytest.raises(ValueError, match="half must be one of"):
-        check_half(PartitionHistory("fp", 0), CheckOptions(), "polls")
+def test_every_check_is_in_one_half_and_an_unknown_check_is_refused():
+    names = [name for half in checking.HALVES for name in half]
+    assert sorted(names) == sorted(CHECKS) and len(set(names)) == len(names)
+    with pytest.raises(ValueError, match="no check named 'poll'"):
+        run_checks(PartitionHistory("fp", 0), CheckOptions(), ("poll",))
 
 
 def sized(*sizes: int) -> list[int]:
@@ -56,8 +62,8 @@ def test_a_partition_is_split_only_when_that_ends_the_work_sooner(monkeypatch):
     big = checking.COPY_MIN_OPS
     # 3 on 2: the smallest in halves, one to each worker beside a whole one.
     shares = _shares(sized(big, big + 1, big + 2), 2)
-    assert sorted(map(sorted, shares)) == [[(0, "offsets"), (1, None)], [(0, "reads"), (2, None)]]
-    assert sorted(map(sorted, _shares(sized(big), 2))) == [[(0, "offsets")], [(0, "reads")]]
+    assert sorted(map(sorted, shares)) == [[(0, 0), (1, None)], [(0, 1), (2, None)]]
+    assert sorted(map(sorted, _shares(sized(big), 2))) == [[(0, 0)], [(0, 1)]]
     assert all(half is None for share in _shares(sized(big, big, big, big), 2) for _, half in share)
     assert all(half is None for share in _shares(sized(big, big), 3) for _, half in share)
     assert _shares(sized(10, big, big), 2) == [[(1, None), (0, None)], [(2, None)]]  # small: whole
@@ -74,7 +80,7 @@ def test_partitions_that_divide_unevenly_get_a_worker_each_when_that_ends_sooner
     assert len(_shares(sized(big, big, big, big), 2)) == 2
     assert len(_shares(sized(*[big] * 5), 2)) == 2
     # Halves still where there are fewer partitions than jobs.
-    assert sorted(map(sorted, _shares(sized(big), 2))) == [[(0, "offsets")], [(0, "reads")]]
+    assert sorted(map(sorted, _shares(sized(big), 2))) == [[(0, 0)], [(0, 1)]]
 
 
 def test_workers_beyond_the_jobs_are_held_to_as_many_cpus_as_jobs():
