@@ -1,7 +1,9 @@
 """Linearizability checking: a Wing-Gong/Lowe search over pluggable models, the
 log model of a Kafka partition, minimal counterexamples and their picture.
 
-  model.py     the model interface and `Op`
+  model.py     the model interface (Porcupine-small) and `Op`; the optional hints
+  reference_witness.py  a proposed order checked against any model: the reference
+               `kafka.greedy_witness` is held to by the tests
   models.py    RegisterModel, SetModel
   logmodel.py  LogModel (a partition's log)
   search.py    check(model, ops, budget) -> SearchResult
@@ -12,11 +14,11 @@ log model of a Kafka partition, minimal counterexamples and their picture.
 docs/LINEARIZABILITY.md states the model, the translation and the search.
 """
 from checkers.linear.logmodel import Append, LogModel, Read, ReadExact
-from checkers.linear.model import Model, Op
+from checkers.linear.model import Explains, MinimiseHints, Model, Op, SearchHints
 from checkers.linear.models import RegisterModel, SetModel
 from checkers.linear.search import Deepest, SearchResult, check
 
 __all__ = [
-    "Append", "Deepest", "LogModel", "Model", "Op", "Read", "ReadExact", "RegisterModel",
-    "SearchResult", "SetModel", "check",
+    "Append", "Deepest", "Explains", "LogModel", "MinimiseHints", "Model", "Op", "Read", "ReadExact",
+    "RegisterModel", "SearchHints", "SearchResult", "SetModel", "check",
 ]

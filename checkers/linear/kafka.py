@@ -4,8 +4,8 @@
 exactly); `check_partition` runs the search on it and, when it fails, the
 minimiser and the visual. Before any of that, `greedy_witness` checks the
 linearization of LINEARIZABILITY.md §6 straight on the partition (the one
-`LogModel.witness` proposes and `witness.verify` checks, without building the
-ops): on a valid history it is the whole cost of the check. Pure: Python
+the reference, checkers/linear/reference_witness.py, proposes as ops and checks
+against the model): on a valid history it is the whole cost of the check. Pure: Python
 objects in, a `LinearResult` out.
 """
 from __future__ import annotations
@@ -245,7 +245,7 @@ def check_partition(ph: PartitionHistory, options: CheckOptions,
 
     With `linear_method` "witness", the linearization of docs/LINEARIZABILITY.md
     §6 is checked first, straight on the partition (`greedy_witness`, held by
-    tests to the same answer as `LogModel.witness` + `verify` on the ops); the
+    tests to the same answer as reference_witness's `log_witness` + `verify`); the
     search runs only when it fails."""
     model = LogModel()
     if options.linear_method == "witness":

@@ -13,14 +13,11 @@ convention, not frozen, for speed.
 """
 from __future__ import annotations
 
-import math
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, replace
-from itertools import accumulate, chain, count, islice, repeat
-from operator import attrgetter, itemgetter
 from typing import Any
 
-from checkers.linear.model import Model, Op
+from checkers.linear.model import Explains, MinimiseHints, Model, Op, SearchHints
 
 
 class _Unsettled:
@@ -33,51 +30,6 @@ class _Unsettled:
 UNSETTLED = _Unsettled()
 _ROOT_VALUE = object()
 _MAX_SHOWN = 4  # records of a log or a poll written out in descriptions
-
-
-_NEVER = math.inf  # the effect time of a record no chosen append wrote
-_call = attrgetter("call")
-_id = attrgetter("id")
-_input = attrgetter("input")
-_value = attrgetter("value")
-_offset = attrgetter("offset")
-_position = itemgetter(4)
-_records = attrgetter("records")
-
-
-def _read_times(reads: list[Op], effect_at: dict[tuple[int, str], int]) -> list[float]:
-    """When each read can take effect: its call, or the latest effect among
-    the records it returned if later (_NEVER if one has no chosen append)."""
-    records = list(map(_records, map(_input, reads)))
-    lengths = list(map(len, records))
-    if 0 in lengths:  # a read of nothing takes effect at its call
-        return [max(op.call, max(map(effect_at.get, op.input.records, repeat(_NEVER)),
-                                 default=op.call)) for op in reads]
-    # One lookup per record, then each read's run of them in turn (islice).
-    effects = iter(map(effect_at.get, chain.from_iterable(records), repeat(_NEVER)))
-    return list(map(max, map(_call, reads), map(max, map(islice, repeat(effects), lengths))))
-
-
-def _demanded_optional(optional: list[Op], required: dict[int, Op], reads: list[Op],
-                       exacts: list[Op]) -> dict[int, Op]:
-    """Offset -> the first optional append at an offset with no required one
-    whose (offset, value) some read or final read returned."""
-    free: dict[int, list[Op]] = {}
-    for op in optional:
-        if op.input.offset not in required:
-            free.setdefault(op.input.offset, []).append(op)
-    if not free:
-        return {}
-    wanted = {(o, op.input.value) for o, candidates in free.items() for op in candidates}
-    demanded = wanted.intersection(chain.from_iterable(op.input.records for op in reads))
-    demanded.update(wanted.intersection(
-        (op.input.offset, op.input.value) for op in exacts if op.input.value is not None))
-    out: dict[int, Op] = {}
-    for offset, candidates in free.items():
-        op = next((op for op in candidates if (offset, op.input.value) in demanded), None)
-        if op is not None:
-            out[offset] = op
-    return out
 
 
 @dataclass(slots=True)
@@ -145,7 +97,7 @@ class LogNode:
         return f"LogNode(last={self.offset}, size={self.size})"
 
 
-class LogModel(Model[LogNode]):
+class LogModel(Model[LogNode], SearchHints, MinimiseHints, Explains):
     """A partition's log: appends at increasing offsets; polls that may return
     old records but never records the log does not hold at that moment."""
 
@@ -157,53 +109,6 @@ class LogModel(Model[LogNode]):
 
     def init(self) -> LogNode:
         return self._root
-
-    def witness(self, ops: Sequence[Op]) -> list[Op] | None:
-        """The greedy linearization of docs/LINEARIZABILITY.md §6: one append
-        per offset (the required one, else an optional one that some read
-        demands), taking effect in offset order, each as early as its call and
-        the previous append allow; each read as early as its call and the
-        appends it returned allow; the final read last."""
-        required: dict[int, Op] = {}  # offset -> its one required append
-        optional: list[Op] = []
-        reads: list[Op] = []
-        exacts: list[Op] = []
-        for op in ops:
-            cls = op.input.__class__
-            if cls is Append:
-                if op.ret is None:
-                    optional.append(op)
-                elif op.input.offset in required:
-                    return None  # two required appends at one offset
-                else:
-                    required[op.input.offset] = op
-            elif cls is Read:
-                reads.append(op)
-            else:
-                exacts.append(op)
-        chosen = required
-        if optional:
-            chosen = dict(required)
-            for offset, op in _demanded_optional(optional, required, reads, exacts).items():
-                chosen[offset] = op
-        offsets = sorted(chosen)
-        appends = list(map(chosen.__getitem__, offsets))
-        # Each append takes effect at its call or the previous one's effect.
-        times = list(accumulate(map(_call, appends), max))
-        pairs = list(zip(offsets, map(_value, map(_input, appends))))
-        effect_at = dict(zip(pairs, times))
-        placed = appends + reads + exacts  # keys below index into this
-        keys = list(zip(times, repeat(0), offsets, map(_id, appends), count()))
-        if reads:
-            read_times = _read_times(reads, effect_at)
-            if _NEVER in read_times:
-                return None  # a read returned a record no chosen append wrote
-            keys.extend(zip(read_times, repeat(1), repeat(0), map(_id, reads),
-                            count(len(appends))))
-        keys.extend(zip(map(_call, exacts), repeat(2), map(_offset, map(_input, exacts)),
-                        map(_id, exacts), count(len(appends) + len(reads))))
-        keys.sort()  # (time, kind, offset, id, position): the position breaks every tie
-        return list(map(placed.__getitem__, map(_position, keys)))
 
     def _child(self, parent: LogNode, offset: int, value: str) -> LogNode:
         children = parent.children

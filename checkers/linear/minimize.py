@@ -20,7 +20,7 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from checkers.linear.model import Model, Op
+from checkers.linear.model import Model, Op, minimise_hints, overrides, search_hints, why_not
 from checkers.linear.search import DEFAULT_BUDGET, Deepest, check
 
 
@@ -70,7 +70,7 @@ class _Minimizer:
                 return None
             deepest = found.deepest
         keys: list[Hashable] = []
-        if self.model.can_project and self.model.has_footprint:
+        if overrides(minimise_hints(self.model), "restrict") and overrides(search_hints(self.model), "footprint"):
             ops, keys = self.localise(ops, deepest)
         minimal = self.ddmin(ops)
         return self.explain(minimal, keys)
@@ -79,10 +79,11 @@ class _Minimizer:
 
     def localise(self, ops: list[Op], deepest: Deepest | None) -> tuple[list[Op], list[Hashable]]:
         model = self.model
+        hints = minimise_hints(model)
         touching: dict[Hashable, list[int]] = {}
         keyless: list[Op] = []
         for pos, op in enumerate(ops):
-            op_keys = {key for key, _ in model.footprint(op)}
+            op_keys = {key for key, _ in search_hints(model).footprint(op)}
             if not op_keys:
                 keyless.append(op)
             for key in op_keys:
@@ -96,7 +97,7 @@ class _Minimizer:
             positions = sorted({pos for key in kept for pos in touching[key]})
             out = list(keyless)
             for pos in positions:
-                op = model.restrict(ops[pos], kept)
+                op = hints.restrict(ops[pos], kept)
                 if op is not None:
                     out.append(op)
             return out
@@ -110,7 +111,7 @@ class _Minimizer:
                 memo[(a, b)] = self.fails(project(keys[a:b]))
             return memo[(a, b)]
 
-        frontier = model.frontier(deepest.state) if deepest is not None else None
+        frontier = hints.frontier(deepest.state) if deepest is not None else None
         centre = 0 if frontier is None else bisect_right(keys, frontier)
         reach = 1
         while True:
@@ -144,13 +145,13 @@ class _Minimizer:
     # --- delta debugging with read-from closure ----------------------------------------
 
     def ddmin(self, ops: list[Op]) -> list[Op]:
-        model = self.model
+        hints = minimise_hints(self.model)
         by_id = {op.id: op for op in ops}
         providers: dict[Hashable, set[int]] = {}
         for op in ops:
-            for key in model.provides(op):
+            for key in hints.provides(op):
                 providers.setdefault(key, set()).add(op.id)
-        needs = {op.id: tuple(k for k in model.depends_on(op) if k in providers) for op in ops}
+        needs = {op.id: tuple(k for k in hints.depends_on(op) if k in providers) for op in ops}
 
         def close(ids: set[int]) -> frozenset[int]:
             changed = True
@@ -210,7 +211,8 @@ class _Minimizer:
             states.append(model.describe_state(state))
         done = {op.id for op in longest}
         remaining = [op for op in ops if op.id not in done]
-        written = {key for op in ops for key in model.provides(op)} | set(model.initial_keys())
+        hints = minimise_hints(model)
+        written = {key for op in ops for key in hints.provides(op)} | set(hints.initial_keys())
         stuck = [(op, self.why_stuck(state, op, remaining, written)) for op in remaining]
 
         these = "This operation admits" if len(ops) == 1 else f"These {len(ops)} operations admit"
@@ -229,19 +231,20 @@ class _Minimizer:
         model, describe = self.model, self.describe
         # The closure keeps a reader only with every writer of what it reads,
         # so what no op here writes, no op in the history wrote.
-        unwritten = [key for key in model.depends_on(op) if key not in written]
+        hints = minimise_hints(model)
+        unwritten = [key for key in hints.depends_on(op) if key not in written]
         if unwritten:
-            return "no operation in the history writes " + ", ".join(map(model.describe_key, unwritten))
+            return "no operation in the history writes " + ", ".join(map(hints.describe_key, unwritten))
         before = [q for q in remaining if q is not op and q.ret is not None and q.ret < op.call]
         if before:
             return f"it began after {describe(before[0])} returned, so that must take effect first"
         after = model.step(state, op)
         if after is None:
-            return model.why_not(state, op)
+            return why_not(model, state, op)
         for q in remaining:
-            if q is not op and q.ret is not None and model.is_dead(after, q):
+            if q is not op and q.ret is not None and search_hints(model).is_dead(after, q):
                 return (f"once it takes effect, {describe(q)} never can "
-                        f"({model.why_not(after, q)})")
+                        f"({why_not(model, after, q)})")
         if op.ret is None:
             return "its outcome is unknown; taking effect or not, the rest stays stuck"
         return "it may take effect here, but no order of the rest continues from there"

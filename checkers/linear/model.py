@@ -1,20 +1,21 @@
 """The model interface of the linearizability search, and the `Op` it checks.
 
-A model is a sequential specification, shaped as Porcupine's: `init()` gives the
-first state and `step(state, op)` the state after `op`, or None when `op` is not
-allowed in that state. States must be hashable and compared by `==` (the search
-memoises them), and a model must not mutate them.
+A model is a sequential specification, Porcupine-small (`Model`): `init()` gives the first
+state, `step(state, op)` the state after `op` or None when `op` is not allowed in that state,
+and `describe_op` / `describe_state` say them in words. Equality is the states' own: states
+must be hashable and compared by `==` (the search memoises them), and a model must not mutate
+them.
 
-Everything past the first five methods is an optional hook with a harmless
-default. Hooks make the search faster (`is_dead`, `footprint`/`settled`/
-`contradicts`, `priority`), the minimiser smarter (`provides`/`depends_on`,
-`restrict`/`frontier`) and reports clearer (`why_not`). None of them changes
-which histories are linearizable, provided each keeps the promise in its
-docstring.
+Everything else is optional, in three protocols a model may also implement (as mixins):
+`SearchHints` make the search faster, `MinimiseHints` the minimiser smarter, `Explains` the
+reports clearer. None of them changes which histories are linearizable, provided each hook
+keeps the promise in its docstring. The search and the minimiser ask for them through
+`search_hints`, `minimise_hints` and `why_not`, which give the harmless defaults to a model
+that has none.
 """
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -48,7 +49,7 @@ class Op:
 
 
 class Model(Generic[State]):
-    """Base class of the models: override the first five methods, and any hook."""
+    """A sequential specification: override the four methods."""
 
     name = "model"
 
@@ -59,28 +60,28 @@ class Model(Generic[State]):
         """The state after `op`, or None if `op` is not allowed in `state`."""
         raise NotImplementedError
 
-    def is_read_only(self, op: Op) -> bool:
-        """True if `op` never changes the state. The search linearizes such an
-        op as soon as it is allowed, without a backtrack point."""
-        return False
-
     def describe_op(self, op: Op) -> str:
         return f"{op.input!r} -> {op.output!r}"
 
     def describe_state(self, state: State) -> str:
         return repr(state)
 
-    # --- a cheap proof (optional) ---------------------------------------------
 
-    def witness(self, ops: Sequence[Op]) -> list[Op] | None:
-        """A proposed linearization of `ops` (optional ops may be left out), or
-        None. It is only a proposal: checkers/linear/witness.py verifies it,
-        and the search decides whenever it fails."""
-        return None
+class SearchHints:
+    """Optional: what lets the search prune and order its steps."""
 
-    # --- pruning (optional) ---------------------------------------------------
+    # True promises more: once an op that is not read-only has taken effect, no
+    # such op of lower or equal priority ever can (the log: appends go up in
+    # offset). The search then never tries an op while a required one of lower
+    # or equal priority is still pending.
+    strict_priority = False
 
-    def is_dead(self, state: State, op: Op) -> bool:
+    def is_read_only(self, op: Op) -> bool:
+        """True if `op` never changes the state. The search linearizes such an
+        op as soon as it is allowed, without a backtrack point."""
+        return False
+
+    def is_dead(self, state: Any, op: Op) -> bool:
         """True only if `op` is allowed in no state reachable from `state`.
         The search backtracks as soon as a pending required op is dead.
         Models with a `footprint` get this check exactly and incrementally
@@ -94,12 +95,12 @@ class Model(Generic[State]):
         impossible, wherever it lies in the history."""
         return ()
 
-    def settled(self, before: State, after: State) -> tuple[Hashable, Hashable] | None:
+    def settled(self, before: Any, after: Any) -> tuple[Hashable, Hashable] | None:
         """The inclusive key range (lo, hi) whose contents became final in the
         step from `before` to `after` (no later step may change them), or None."""
         return None
 
-    def contradicts(self, state: State, key: Hashable, demand: Any) -> bool:
+    def contradicts(self, state: Any, key: Hashable, demand: Any) -> bool:
         """For a settled `key`: True if `demand` (from `footprint`) can never be
         met in `state` or any state after it."""
         return False
@@ -109,13 +110,10 @@ class Model(Generic[State]):
         (lowest first). A heuristic only; the default keeps call order."""
         return 0
 
-    # True promises more: once an op that is not read-only has taken effect, no
-    # such op of lower or equal priority ever can (the log: appends go up in
-    # offset). The search then never tries an op while a required one of lower
-    # or equal priority is still pending.
-    strict_priority = False
 
-    # --- minimisation (optional) ----------------------------------------------
+class MinimiseHints:
+    """Optional: what lets the minimiser keep a counterexample's subsets meaningful and
+    localise a violation."""
 
     def provides(self, op: Op) -> Iterable[Hashable]:
         """Keys `op` writes (e.g. a value, or an (offset, value) pair)."""
@@ -141,34 +139,44 @@ class Model(Generic[State]):
         linearizable. The minimiser then localises a violation by keys."""
         return op
 
-    def frontier(self, state: State) -> Hashable | None:
+    def frontier(self, state: Any) -> Hashable | None:
         """The footprint key where the search is likely stuck from `state`
         (for the log: its last offset); a starting point for localisation."""
         return None
 
-    # --- reports (optional) -----------------------------------------------------
 
-    def why_not(self, state: State, op: Op) -> str:
+class Explains:
+    """Optional: why an op is not allowed, for reports."""
+
+    def why_not(self, state: Any, op: Op) -> str:
         """Why `op` is not allowed in `state`, in a short clause."""
-        return f"the model does not allow it in state {self.describe_state(state)}"
+        raise NotImplementedError
 
-    # --- capabilities, derived from which hooks a subclass overrides ---------------
 
-    def _overrides(self, name: str) -> bool:
-        return getattr(type(self), name) is not getattr(Model, name)
+_NO_SEARCH_HINTS = SearchHints()
+_NO_MINIMISE_HINTS = MinimiseHints()
 
-    @property
-    def has_footprint(self) -> bool:
-        return self._overrides("footprint")
 
-    @property
-    def has_is_dead(self) -> bool:
-        return self._overrides("is_dead")
+def search_hints(model: Model) -> SearchHints:
+    """`model`'s search hints, or the harmless defaults."""
+    return model if isinstance(model, SearchHints) else _NO_SEARCH_HINTS
 
-    @property
-    def has_priority(self) -> bool:
-        return self._overrides("priority")
 
-    @property
-    def can_project(self) -> bool:
-        return self._overrides("restrict")
+def minimise_hints(model: Model) -> MinimiseHints:
+    """`model`'s minimisation hints, or the harmless defaults."""
+    return model if isinstance(model, MinimiseHints) else _NO_MINIMISE_HINTS
+
+
+def why_not(model: Model, state: Any, op: Op) -> str:
+    """Why `op` is not allowed in `state`: the model's words if it `Explains`, else generic ones."""
+    if isinstance(model, Explains):
+        return model.why_not(state, op)
+    return f"the model does not allow it in state {model.describe_state(state)}"
+
+
+def overrides(hints: object, name: str) -> bool:
+    """Does `hints` implement hook `name` (rather than inherit the default)?"""
+    for base in (SearchHints, MinimiseHints):
+        if hasattr(base, name):
+            return isinstance(hints, base) and getattr(type(hints), name) is not getattr(base, name)
+    raise ValueError(f"no hook named {name!r}")

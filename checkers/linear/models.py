@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable
 from typing import Any
 
-from checkers.linear.model import Model, Op
+from checkers.linear.model import Explains, MinimiseHints, Model, Op, SearchHints
 
 
 def _kind(op: Op) -> str:
@@ -26,7 +26,7 @@ def _kind(op: Op) -> str:
     return inp[0]
 
 
-class RegisterModel(Model[Hashable]):
+class RegisterModel(Model[Hashable], SearchHints, MinimiseHints, Explains):
     """A single register with read, write and compare-and-set."""
 
     name = "register"
@@ -90,7 +90,7 @@ class RegisterModel(Model[Hashable]):
         return ()
 
 
-class SetModel(Model[frozenset]):
+class SetModel(Model[frozenset], SearchHints, MinimiseHints, Explains):
     """A grow-only set: add an element, read the whole set."""
 
     name = "set"

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from math import inf
 from typing import Any
 
-from checkers.linear.model import Model, Op
+from checkers.linear.model import Model, Op, overrides, search_hints
 
 DEFAULT_BUDGET = 5_000_000
 
@@ -144,6 +144,7 @@ def _plan(model: Model, ops: Sequence[Op]) -> _Plan:
         if op.ret is not None and op.ret < op.call:
             raise ValueError(f"op {op.id} returns at {op.ret}, before it is called at {op.call}; "
                              f"call and ret must be real-time positions with call <= ret")
+    hints = search_hints(model)
     ordered = sorted(ops, key=lambda o: (o.call, o.id))
     required = [o.ret is not None for o in ordered]
     ordinal, counts = [], [0, 0]
@@ -156,13 +157,13 @@ def _plan(model: Model, ops: Sequence[Op]) -> _Plan:
         ret=[inf if o.ret is None else o.ret for o in ordered],
         required=required,
         ordinal=ordinal,
-        read_only=[model.is_read_only(o) for o in ordered],
-        priority=[model.priority(o) for o in ordered] if model.has_priority else [],
+        read_only=[hints.is_read_only(o) for o in ordered],
+        priority=[hints.priority(o) for o in ordered] if overrides(hints, "priority") else [],
         n_required=counts[True],
     )
-    if model.has_footprint:
+    if overrides(hints, "footprint"):
         touching: defaultdict[Any, list[tuple[int, Any]]] = defaultdict(list)
-        footprint = model.footprint
+        footprint = hints.footprint
         for pos, op in enumerate(ordered):
             for key, demand in footprint(op):
                 touching[key].append((pos, demand))
@@ -183,9 +184,10 @@ class _Search:
         self.model = model
         self.plan = plan
         self.step = model.step
-        self.use_footprint = model.has_footprint
-        self.use_is_dead = model.has_is_dead and not model.has_footprint
-        self.strict = model.strict_priority
+        self.hints = hints = search_hints(model)
+        self.use_footprint = overrides(hints, "footprint")
+        self.use_is_dead = overrides(hints, "is_dead") and not self.use_footprint
+        self.strict = hints.strict_priority
         self.cache: set[tuple] = set()
         self.best: _Frame | None = None
 
@@ -287,10 +289,10 @@ class _Search:
         """Check every op touching the keys the step settled: _DEAD if a
         required one can no longer take effect; optional ones that cannot are
         marked done (then True)."""
-        span = self.model.settled(before, after)
+        span = self.hints.settled(before, after)
         if span is None:
             return False
-        plan, contradicts = self.plan, self.model.contradicts
+        plan, contradicts = self.plan, self.hints.contradicts
         required, ordinal, keys = plan.required, plan.ordinal, plan.keys
         lo = bisect_left(keys, span[0])
         hi = bisect_right(keys, span[1], lo)
@@ -342,7 +344,7 @@ class _Search:
 
     def _prune(self, state: Any, done: _Done, window: list[int]) -> Any:
         """Without a footprint: ask is_dead of the window's ops."""
-        plan, is_dead = self.plan, self.model.is_dead
+        plan, is_dead = self.plan, self.hints.is_dead
         for j in [j for j in window if is_dead(state, plan.ops[j])]:
             if plan.required[j]:
                 return _DEAD

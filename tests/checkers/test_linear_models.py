@@ -7,7 +7,8 @@ import random
 import pytest
 
 from checkers.linear.logmodel import UNSETTLED, Append, LogModel, Read, ReadExact
-from checkers.linear.model import Op
+from checkers.linear.minimize import minimize
+from checkers.linear.model import Explains, MinimiseHints, Model, Op, SearchHints, search_hints
 from checkers.linear.models import RegisterModel, SetModel
 from checkers.linear.search import check
 
@@ -231,3 +232,43 @@ def test_log_histories():
     # Offsets going backwards across real time.
     backwards = _log_ops((0, 1, Append(5, "a")), (2, 3, Append(4, "b")))
     assert check(model, backwards).linearizable is False
+
+
+# --- a model with no hints: Porcupine-small ----------------------------------
+
+
+class BareRegister(Model):
+    """A register as Porcupine's examples have it: init, step, the two descriptions; no hint."""
+
+    name = "bare register"
+
+    def init(self):
+        return 0
+
+    def step(self, state, o):
+        kind = o.input[0]
+        if kind == "write":
+            return o.input[1]
+        return state if o.output is None or o.output == state else None
+
+
+def test_a_model_with_no_hints_gets_the_same_answers_and_a_counterexample():
+    bare, full = BareRegister(), RegisterModel(initial=0)
+    assert not isinstance(bare, (SearchHints, MinimiseHints, Explains))
+    assert search_hints(bare).is_read_only(op(0, 0, 1, ("read",), 0)) is False  # the defaults
+    rng = random.Random(7)
+    for _ in range(200):
+        ops = []
+        for i in range(rng.randint(1, 6)):
+            call = rng.randint(0, 10)
+            ret = call + rng.randint(0, 4)
+            if rng.random() < 0.5:
+                ops.append(op(i, call, ret, ("write", rng.randint(1, 2))))
+            else:
+                ops.append(op(i, call, ret, ("read",), rng.choice([0, 1, 2])))
+        assert check(bare, ops).linearizable == check(full, ops).linearizable
+    invalid = [op(0, 0, 1, ("write", 1)), op(1, 2, 3, ("read",), 2)]
+    found = check(bare, invalid)
+    assert found.linearizable is False
+    counterexample = minimize(bare, invalid, deepest=found.deepest)
+    assert "does not allow it" in counterexample.explanation  # the generic why_not
