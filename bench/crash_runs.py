@@ -51,7 +51,7 @@ sys.path.insert(0, str(ROOT))
 
 import orjson  # noqa: E402
 
-from clusters.hosts import netns_network as network  # noqa: E402
+from clusters.hosts.netns import network  # noqa: E402
 from clusters.hosts.local_process import marked_processes  # noqa: E402
 
 SUBNET = "10.79.{}.0/24"  # this bench's own range; campaigns use 10.77.0.0/16

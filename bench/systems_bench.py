@@ -73,7 +73,7 @@ from confluent_kafka import Producer  # noqa: E402
 
 from clusters.cluster import Cluster, ClusterSpec  # noqa: E402
 from clusters.hosts import BACKENDS, default_backend  # noqa: E402
-from clusters.hosts import netns_network  # noqa: E402
+from clusters.hosts.netns import network as netns_network  # noqa: E402
 from clusters.systems.base import TopicSpec  # noqa: E402
 
 OWN = "own"

@@ -12,7 +12,7 @@ Where the daemon runs, per backend:
   under `ip netns exec` gets its own copy of the mount table when it starts, so the mounts are
   made before any process of the cluster starts, and again after each cut before the node's
   processes start again (the fault's stop starts them).
-- `docker`: inside the node's container (`ContainerDisk`, clusters/hosts/docker_disk.py), which
+- `docker`: inside the node's container (`ContainerDisk`, clusters/hosts/docker/disk.py), which
   is then made with /dev/fuse and CAP_SYS_ADMIN: a container sees only the mounts of its own
   mount table (this machine's root mount is private, so a mount made here after a power cut
   would not reach it). The default image only (it runs this machine's /usr: libfuse3, and the
@@ -237,7 +237,7 @@ class LazyDisks:
 def make_disk(host: Host, hosts: HostSet, folders: list[str], options: LazyOptions) -> NodeDisk:
     if hosts.backend in LOCAL_BACKENDS:
         return LocalDisk.make(host, hosts.cluster, folders, options)
-    from clusters.hosts.docker_disk import ContainerDisk
+    from clusters.hosts.docker.disk import ContainerDisk
     return ContainerDisk.make(host, hosts.cluster, folders, options)
 
 
@@ -245,6 +245,6 @@ def attach_disk(hosts: HostSet, state: Mapping[str, Any]) -> NodeDisk:
     if state.get("kind") == "local":
         return LocalDisk(state["node"], [LazyMount.attach(m) for m in state["mounts"]])
     if state.get("kind") == "container":
-        from clusters.hosts.docker_disk import ContainerDisk
+        from clusters.hosts.docker.disk import ContainerDisk
         return ContainerDisk.attach(hosts[state["node"]], state)
     raise ClusterConfigError(f"a lazy disk of kind {state.get('kind')!r} is not one this version knows")

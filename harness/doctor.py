@@ -2,7 +2,7 @@
 asking the machine itself (never remembered), each with what it is needed for and
 the command that fixes it when it is missing.
 
-The netns requirements are the netns backend's own (`clusters.hosts.netns_unavailable`,
+The netns requirements are the netns backend's own (`clusters.netns_unavailable`,
 which reads `clusters.hosts.netns.REQUIRED_TOOLS`); the versions and the reader are
 harness/provenance.py's. The Debian packages named in fixes are those scripts/provision
 installs (as root: `bash scripts/provision`).

@@ -5,7 +5,7 @@ import struct
 
 import pytest
 from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
-from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from kafka.protocol.metadata.api_versions import ApiVersionsResponse
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 
 from broker.server.codec import FrameError, ResponseEncoder, decode_body, decode_header

@@ -1,4 +1,4 @@
-"""The docker backend (clusters/hosts/docker.py) through the host contract, and what is its own:
+"""The docker backend (clusters/hosts/docker/) through the host contract, and what is its own:
 pause/kill act on the whole container, a killed node keeps its address, partition rules and
 data, the offline image is built once, cleanup removes exactly what is labelled ours.
 
@@ -25,8 +25,8 @@ from clusters.hosts import docker as docker_backend
 from clusters.hosts import iptables
 from clusters.hosts.base import CLUSTER_ENV
 from clusters.hosts.local_process import marked_processes
-from clusters.hosts.docker_image import PROJECT_ROOT, IMAGE_LABEL, base_root_tar, ensure_base_image, host_mounts
-from clusters.hosts.docker_node import CLUSTER_LABEL
+from clusters.hosts.docker.image import PROJECT_ROOT, IMAGE_LABEL, base_root_tar, ensure_base_image, host_mounts
+from clusters.hosts.docker.node import CLUSTER_LABEL
 from tests.support import host_contract
 from tests.support.docker_daemon import daemon_answers, ensure_dockerd, stop_dockerd
 

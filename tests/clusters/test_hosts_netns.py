@@ -1,4 +1,4 @@
-"""The netns backend (clusters/hosts/netns.py): the host contract on real namespaces, and what is
+"""The netns backend (clusters/hosts/netns/): the host contract on real namespaces, and what is
 particular to it — names and addresses, the bridge, the subnet option and its refusals,
 destroy and cleanup leaving nothing behind, and a running dockerd's FORWARD trap."""
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pytest
 
 from clusters.errors import ClusterConfigError
 from clusters.hosts import netns
-from clusters.hosts import netns_network as network
+from clusters.hosts.netns import network
 from clusters.hosts.base import NAME_PREFIX
 from tests.support import host_contract
 from tests.support.docker_daemon import daemon_answers, running_dockerd

@@ -1,4 +1,4 @@
-"""The process backend (clusters/hosts/process.py) through the host contract, except partitions,
+"""The process backend (clusters/hosts/process/) through the host contract, except partitions,
 which it refuses with a ClusterConfigError."""
 from __future__ import annotations
 

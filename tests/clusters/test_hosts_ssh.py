@@ -1,4 +1,4 @@
-"""The ssh backend (clusters/hosts/ssh.py) against real sshd servers inside netns nodes.
+"""The ssh backend (clusters/hosts/ssh/) against real sshd servers inside netns nodes.
 
 tests/support/sshd_support.py starts an sshd in each node of a netns cluster; the ssh
 backend connects to their addresses as root with a generated key, so commands
@@ -27,9 +27,9 @@ import pytest
 from clusters.cluster import Cluster, ClusterSpec
 from clusters.errors import ClusterConfigError, HostError
 from clusters.hosts import netns, ssh
-from clusters.hosts import ssh_commands
+from clusters.hosts.ssh import commands as ssh_commands
 from clusters.hosts.base import CLUSTER_ENV, ProcessHandle
-from clusters.hosts.ssh_options import DEFAULT_WORKDIR, parse_options
+from clusters.hosts.ssh.options import DEFAULT_WORKDIR, parse_options
 from tests.support import host_contract
 from tests.support.sshd_support import SSHD, SshdCluster, known_hosts_line, make_key
 

@@ -8,7 +8,6 @@ import sys
 import orjson
 import pytest
 
-from checkers.check import PartitionReport
 from harness import checking
 from harness.cli import main
 from tests.support.run_builder import History, final_read, write_run

@@ -4,7 +4,6 @@ while its lazy mounts exist, 10 times (seeded); `fencepost cleanup --cluster NAM
 lazy mount, no lazy filesystem daemon, no marked process and no namespace of that cluster."""
 from __future__ import annotations
 
-import os
 import random
 import subprocess
 import sys

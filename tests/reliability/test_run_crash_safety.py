@@ -17,7 +17,7 @@ import pytest
 
 from bench.crash_runs import measure, summary, table
 from clusters.hosts import netns
-from clusters.hosts import netns_network as network
+from clusters.hosts.netns import network
 from clusters.hosts.local_process import marked_processes
 from tests.support.paths import ROOT
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from clusters.hosts import netns_network as network
-from clusters.hosts.docker_node import CLUSTER_LABEL
+from clusters.hosts.netns import network
+from clusters.hosts.docker.node import CLUSTER_LABEL
 from clusters.hosts.local_process import marked_processes
 from tests.support.docker_daemon import daemon_answers
 

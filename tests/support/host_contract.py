@@ -332,7 +332,7 @@ def free_subnet(first: int, last: int) -> str:
     """A /24 in 10.77.<first..last> that nothing on this machine routes (each test module keeps to
     its own range, since tests run beside other clusters). FENCEPOST_TEST_SUBNETS=A-B puts every
     module in 10.77.<A..B> instead (people sharing a machine each keep to their own)."""
-    from clusters.hosts import netns_network
+    from clusters.hosts.netns import network as netns_network
 
     override = os.environ.get("FENCEPOST_TEST_SUBNETS")
     if override:

@@ -5,7 +5,7 @@ network stack: loopback, `eth0` with its own address on the cluster's bridge, an
 its own iptables, where partitions are made (clusters/hosts/iptables.py). Commands
 and processes run through `ip netns exec`, which execs, so a spawned process's pid
 is the command's. The network itself (bridge, veths, the FORWARD rule) is
-clusters/hosts/netns_network.py; docs/hosts/netns.md says how it is built.
+clusters/hosts/netns/network.py; docs/hosts/netns.md says how it is built.
 """
 from __future__ import annotations
 
@@ -20,11 +20,11 @@ from typing import Any, Collection, Iterable, Mapping, Sequence
 
 from clusters.errors import ClusterConfigError, HostError
 from clusters.hosts import iptables, tc
-from clusters.hosts import netns_network as network
+from clusters.hosts.netns import network
 from clusters.hosts.base import CLUSTER_ENV, NODE_ENV, CommandResult, HostSet, ProcessHandle
 from clusters.hosts.local_host import LocalHost
 from clusters.hosts.local_process import local_state, run_local, signal_local, spawn_local
-from clusters.hosts.netns_network import ClusterNetwork, NodeLink
+from clusters.hosts.netns.network import ClusterNetwork, NodeLink
 
 BACKEND = "netns"
 OPTIONS = ("subnet",)

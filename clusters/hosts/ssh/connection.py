@@ -24,7 +24,7 @@ import paramiko
 from paramiko.hostkeys import HostKeyEntry, InvalidHostKey
 
 from clusters.errors import ClusterConfigError, HostError
-from clusters.hosts.ssh_options import SshTarget
+from clusters.hosts.ssh.options import SshTarget
 
 T = TypeVar("T")
 READ_CHUNK = 65536

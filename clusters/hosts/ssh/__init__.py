@@ -21,10 +21,10 @@ from signal import Signals
 from typing import Any, Collection, Iterable, Mapping, Sequence
 
 from clusters.errors import ClusterConfigError, HostError
-from clusters.hosts import ssh_commands as commands
+from clusters.hosts.ssh import commands
 from clusters.hosts.base import CLUSTER_ENV, NODE_ENV, CommandResult, Host, HostSet, ProcessHandle, ProcessState
-from clusters.hosts.ssh_connection import SshConnection
-from clusters.hosts.ssh_options import OPTION_NAMES, SshOptions, parse_options
+from clusters.hosts.ssh.connection import SshConnection
+from clusters.hosts.ssh.options import OPTION_NAMES, SshOptions, parse_options
 
 OPTIONS = OPTION_NAMES
 

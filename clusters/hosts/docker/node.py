@@ -25,8 +25,8 @@ from docker.models.containers import Container
 
 from clusters.errors import ClusterConfigError, HostError
 from clusters.hosts.base import NAME_PREFIX, CommandResult
-from clusters.hosts.docker_errors import DOCKER_ERRORS, explain
-from clusters.hosts.docker_image import NodeImage
+from clusters.hosts.docker.errors import DOCKER_ERRORS, explain
+from clusters.hosts.docker.image import NodeImage
 
 CLUSTER_LABEL = "fencepost.cluster"
 NODE_LABEL = "fencepost.node"

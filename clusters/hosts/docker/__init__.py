@@ -38,9 +38,9 @@ from clusters.errors import ClusterConfigError, HostError
 from clusters.hosts import iptables, tc
 from clusters.hosts.base import (CLUSTER_ENV, NODE_ENV, CommandResult, Host, HostSet, ProcessHandle, ProcessState,
                                  state_of_tasks)
-from clusters.hosts.docker_errors import DOCKER_ERRORS, explain
-from clusters.hosts.docker_image import node_image
-from clusters.hosts.docker_node import (create_network, exec_in, holder_container_name, labelled_containers,
+from clusters.hosts.docker.errors import DOCKER_ERRORS, explain
+from clusters.hosts.docker.image import node_image
+from clusters.hosts.docker.node import (create_network, exec_in, holder_container_name, labelled_containers,
                                         labelled_networks, network_name, node_container_name, remove_all,
                                         start_node)
 
