@@ -28,7 +28,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from clusters.disks import CutLoss, LazyDisks
+from clusters.disks import LazyDisks
+from clusters.node_disk import CutLoss
 from clusters.errors import ClusterConfigError, HostError, NotRejoining
 from clusters.lazyfs.build import daemon_binary
 from clusters.hosts import backend_module

@@ -12,7 +12,7 @@ Where the daemon runs, per backend:
   under `ip netns exec` gets its own copy of the mount table when it starts, so the mounts are
   made before any process of the cluster starts, and again after each cut before the node's
   processes start again (the fault's stop starts them).
-- `docker`: inside the node's container (`ContainerDisk`, clusters/hosts/docker/disk.py), which
+- `docker`: inside the node's container (`ContainerDisk`, clusters/hosts/docker/disk.py; what every disk is: clusters/node_disk.py), which
   is then made with /dev/fuse and CAP_SYS_ADMIN: a container sees only the mounts of its own
   mount table (this machine's root mount is private, so a mount made here after a power cut
   would not reach it). The default image only (it runs this machine's /usr: libfuse3, and the
@@ -29,79 +29,16 @@ marker, the mounts by type and source).
 """
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
-from dataclasses import asdict, dataclass
-from pathlib import Path, PurePosixPath
+from dataclasses import asdict
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from clusters.errors import ClusterConfigError, HostError
 from clusters.hosts.base import Host, HostSet
-from clusters.lazyfs import CutReport, LazyMount, LazyOptions
+from clusters.lazyfs import LazyMount, LazyOptions
+from clusters.node_disk import CutLoss, NodeDisk, backing_folder
 
-DURABLE = "durable"  # <workdir>/durable/...: the backing folders
 LOCAL_BACKENDS = ("process", "netns")
-
-
-@dataclass(frozen=True)
-class CutLoss:
-    """What a power cut of one node lost, over its disks."""
-    lost_bytes: int  # unsynced data dropped, in whole 4 KiB pages
-    lost_files: int  # files that had unsynced data
-    restored_entries: int  # directory entries put back (removed or renamed since their durable point)
-    removed_entries: int  # entries taken away (made since the last durable point)
-
-    @staticmethod
-    def of(reports: list[CutReport] | list[Mapping[str, Any]]) -> CutLoss:
-        def total(name: str) -> int:
-            return sum(int(r.get(name, 0) if isinstance(r, Mapping) else getattr(r, name)) for r in reports)
-        return CutLoss(total("lost_bytes"), total("lost_files"), total("restored_entries"), total("removed_entries"))
-
-    def to_json(self) -> dict[str, int]:
-        return asdict(self)
-
-
-def backing_folder(host: Host, folder: str) -> str:
-    """The backing folder of a lazy mount at `folder` (a folder inside the node's workdir)."""
-    inside = PurePosixPath(folder).relative_to(host.workdir)
-    return str(PurePosixPath(host.workdir) / DURABLE / inside)
-
-
-class NodeDisk(ABC):
-    """The lazy mounts of one node."""
-    node: str
-
-    @abstractmethod
-    def power_cut(self, kill: Callable[[], None]) -> CutLoss:
-        """Drop every mount, `kill()` (the caller ends the node's processes), mount each again."""
-
-    @abstractmethod
-    def writeback(self) -> None:
-        """Make everything durable, as the kernel writing dirty pages back would."""
-
-    @abstractmethod
-    def unmount(self) -> None:
-        """A clean unmount of each (everything durable first); HostError naming what stays mounted."""
-
-    @abstractmethod
-    def state(self) -> dict[str, Any]:
-        """JSON-able; `attach_disk(host, state)` rebuilds it."""
-
-    @property
-    @abstractmethod
-    def folders(self) -> list[str]:
-        """The mount points."""
-
-    @property
-    def kills_with_signals(self) -> bool:
-        """Whether a kill of the node must signal its processes rather than use the backend's own
-        kill (docker's would end the daemon too, and a kill -9 keeps what a power cut loses)."""
-        return False
-
-    @property
-    @abstractmethod
-    def backings(self) -> list[str]:
-        """Their backing folders, on this machine, in the same order: the durable state (what a
-        power cut leaves; while the node is down after one, exactly what it will find)."""
 
 
 class LocalDisk(NodeDisk):

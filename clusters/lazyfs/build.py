@@ -18,7 +18,7 @@ from pathlib import Path
 from clusters.errors import ClusterConfigError
 
 HERE = Path(__file__).resolve().parent
-SOURCES = ("lazyfs.h", "pages.c", "nodes.c", "names.c", "control.c", "ops.c", "main.c")
+SOURCES = ("lazyfs.h", "log.c", "pages.c", "nodes.c", "names.c", "control.c", "ops.c", "main.c")
 BINARY = "fencepost-lazyfs"
 CFLAGS = ("-O2", "-g", "-std=gnu11", "-Wall", "-Wextra", "-pthread")
 COMPILE_TIMEOUT_S = 300.0

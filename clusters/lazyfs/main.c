@@ -21,22 +21,6 @@
 
 #define SUBTYPE "fencepost-lazyfs"
 
-void lz_log(const char *fmt, ...)
-{
-    char stamp[32];
-    struct timespec ts;
-    struct tm tm;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    localtime_r(&ts.tv_sec, &tm);
-    strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", &tm);
-    char line[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "%s.%03ld fencepost-lazyfs[%d]: %s\n", stamp, ts.tv_nsec / 1000000, (int)getpid(), line);
-}
-
 static void usage(FILE *out)
 {
     fprintf(out,

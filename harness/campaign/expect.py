@@ -169,3 +169,11 @@ def _setting(spec_json: Mapping[str, Any], dotted: str, missing: Any = None) -> 
             return missing
         value = value[part]
     return value
+
+
+def status_of(outcome: dict[str, Any], unknown_fails: bool = False) -> str:
+    """An outcome's status; one written before expectations existed is judged as expecting valid."""
+    if outcome.get("status"):
+        return outcome["status"]
+    return judge(Expectation.from_json(outcome.get("expected")), outcome.get("verdict", "crashed"),
+                 outcome.get("liveness"), unknown_fails)[0]

@@ -16,14 +16,13 @@ from pathlib import Path
 from typing import Mapping, Sequence
 from xml.etree import ElementTree as ET
 
+from harness.campaign.expect import status_of
 from harness.rundir.atomic import write_atomically
 
 JUNIT_FILE = "junit.xml"
 
 
 def write_junit(path: Path, campaign: str, outcomes: Sequence[Mapping]) -> None:
-    from harness.campaign.runner import status_of
-
     statuses = [status_of(dict(o)) for o in outcomes]
     suite = ET.Element("testsuite", name=campaign, tests=str(len(outcomes)),
                        failures=str(statuses.count("surprise")), errors=str(statuses.count("crashed")),

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
-from harness.campaign.expect import Expectation, judge
+from harness.campaign.expect import judge, status_of
 from harness.campaign.junit import JUNIT_FILE, write_junit
 from harness.campaign.plan import Campaign, PlannedRun
 from harness.campaign.slots import first_subnet, for_slot
@@ -315,14 +315,6 @@ def _tail(path: Path, lines: int = 30) -> str:
 
 
 # --- verdicts, tallies, exit code -------------------------------------------------------------
-
-
-def status_of(outcome: dict[str, Any], unknown_fails: bool = False) -> str:
-    """An outcome's status; one written before expectations existed is judged as expecting valid."""
-    if outcome.get("status"):
-        return outcome["status"]
-    return judge(Expectation.from_json(outcome.get("expected")), outcome.get("verdict", "crashed"),
-                 outcome.get("liveness"), unknown_fails)[0]
 
 
 def campaign_exit_code(outcomes: list[dict[str, Any]]) -> int:

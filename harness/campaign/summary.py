@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.campaign.expect import Expectation
+from harness.campaign.expect import Expectation, status_of
 from harness.campaign.outcomes import read_outcomes, read_plan, run_dir_of
 from harness.compare.formats import as_dict
 from harness.rundir.names import REPORT_FILE
@@ -91,7 +91,6 @@ class CampaignSummary:
 
 
 def summarize(directories: list[Path], baseline: str | None = None) -> CampaignSummary:
-    from harness.campaign.runner import status_of
     from harness.compare.collect import crashed_result, result_of
     from harness.compare.significance import Baseline, with_p_values
     from harness.compare.table import rows

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from clusters.cluster import Cluster, ClusterSpec
-from clusters.disks import CutLoss, LazyDisks, backing_folder
+from clusters.disks import LazyDisks
+from clusters.node_disk import CutLoss, backing_folder
 from clusters.errors import ClusterConfigError
 from clusters.hosts import process
 from clusters.lazyfs import CutReport

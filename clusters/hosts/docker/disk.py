@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from clusters.disks import CutLoss, NodeDisk, backing_folder
+from clusters.node_disk import CutLoss, NodeDisk, backing_folder
 from clusters.errors import ClusterConfigError, HostError
 from clusters.hosts.base import Host, ProcessHandle
 from clusters.lazyfs import LazyOptions, control, mounts
