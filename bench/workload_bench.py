@@ -4,7 +4,7 @@ One own-system cluster (3 brokers + controller, process backend, flush os,
 kip320), topic `fp` with 3 partitions, RF 3, min.insync.replicas 2. For each
 --concurrency C:
 (a) the harness: `workloads.producer.ProducerWorkload` with C logical processes
-    driven by `harness.scheduler.Scheduler` at an unlimited rate for --seconds,
+    driven by `harness.run.scheduler.Scheduler` at an unlimited rate for --seconds,
     every send recorded (invoke + completion) in a real history.jsonl; the
     recorded throughput is completed sends / seconds until the last completion;
 (a') the same with a producer client per process (`client = "per-process"`: each process
@@ -46,8 +46,8 @@ from confluent_kafka import Producer  # noqa: E402
 
 from clusters.cluster import Cluster, ClusterSpec  # noqa: E402
 from clusters.systems.base import TopicSpec  # noqa: E402
-from harness.history import HistoryWriter, Recorder  # noqa: E402
-from harness.scheduler import Lane, Scheduler, plan_processes  # noqa: E402
+from harness.rundir.history import HistoryWriter, Recorder  # noqa: E402
+from harness.run.scheduler import Lane, Scheduler, plan_processes  # noqa: E402
 from workloads.producer import ProducerOptions, ProducerWorkload  # noqa: E402
 
 TOPIC = "fp"

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from harness.errors import Problems
-from harness.history import NEMESIS, Op, iter_history
+from harness.rundir.history import NEMESIS, Op, iter_history
 from harness.rundir.names import HISTORY_FILE
 
 EDN_FILE = "history.edn"

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from clusters import fatal_markers
-from harness.history import NEMESIS, Op, iter_plain
+from harness.rundir.history import NEMESIS, Op, iter_plain
 from harness.report.bands import HEAL, Band, NemesisOp, nemesis_bands
 from harness.report.lag import LagSeries, RealtimeLag
 from harness.rundir.names import HISTORY_FILE, NODES_DIR

@@ -15,7 +15,7 @@ Grouping rules (docs/FORMATS.md, checkers/partition.py), each in one Python func
   (harness/loading_groups.py, checkers/partition.py); sends and polls are in invoke
   order, the final read and replica logs in file order;
 - `_with_resets`: the resets of every process are in every partition;
-- final read completeness: harness/final_log.py `final_state` (a `read-state` decides,
+- final read completeness: harness/rundir/final_log.py `final_state` (a `read-state` decides,
   complete only if every one says so; reads but no read-state: complete; neither: the
   final read is missing). Without final.jsonl every final read is missing.
 
@@ -42,9 +42,9 @@ from typing import Any, Callable, Iterable, Iterator
 from checkers.partition import CheckOptions, PartitionHistory, Poll, Reset, Send
 from harness import native_load
 from harness.errors import BadInput, Problems
-from harness.final_log import NO_FINAL_READ, FinalLog, FinalState, read_final
+from harness.rundir.final_log import NO_FINAL_READ, FinalLog, FinalState, read_final
 from harness.forked import Forked, can_fork
-from harness.history import HistoryCounts, HistoryReader, Operation
+from harness.rundir.history import HistoryCounts, HistoryReader, Operation
 from harness.loading_groups import commits_of, resumes_of
 from harness.rundir.names import FINAL_FILE, HISTORY_FILE, RUN_DIR_HELP, TEST_FILE
 from harness.rundir.test_file import checker_section, read_test

@@ -5,8 +5,8 @@ each partition's checker input (`PartitionHistory`) made from them, one
 partition at a time, so that its objects lie together in memory (what
 `loading.fresh_copy` otherwise makes by copying).
 
-The exact Python readers (harness/history.py `HistoryReader` grouped by
-`loading.group_operations`, harness/final_log.py `read_final`) are the
+The exact Python readers (harness/rundir/history.py `HistoryReader` grouped by
+`loading.group_operations`, harness/rundir/final_log.py `read_final`) are the
 reference: the C reader gives what they give, or gives up on a file where it
 is not sure of a line (anything they would report, anything unusual such as
 non-ASCII bytes, escaped keys, numbers with exponents), which they then read;
@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from checkers.partition import PartitionHistory, Poll, ReplicaState, Reset, Send
-from harness.final_log import NO_FINAL_READ, FinalLog, FinalState, final_state
-from harness.history import HistoryCounts
+from harness.rundir.final_log import NO_FINAL_READ, FinalLog, FinalState, final_state
+from harness.rundir.history import HistoryCounts
 
 try:
     from harness import _native

@@ -17,7 +17,7 @@ import orjson
 
 from checkers.check import PartitionReport
 from harness.errors import BadInput
-from harness.history import lines_at
+from harness.rundir.history import lines_at
 from harness.liveness import describe as describe_liveness, liveness
 from harness.loading import LoadedRun
 from harness.rundir.atomic import write_atomically

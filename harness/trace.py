@@ -13,7 +13,7 @@ offset the final read holds it at. Around it all, the nemesis actions that overl
 the time from the first event less `around` to the last plus `around`.
 
 The files are read by their owners' readers: history.jsonl by `iter_history`
-(harness/history.py), final.jsonl by `iter_final` (harness/final_log.py).
+(harness/rundir/history.py), final.jsonl by `iter_final` (harness/rundir/final_log.py).
 `TraceCollector` is a history-scan observer, so the report traces every anomaly
 example in the one pass it makes (harness/report/scan.py); `trace_run` is the whole
 thing for one run (`fencepost trace`).
@@ -27,8 +27,8 @@ from typing import Any, Iterable
 
 from checkers.partition import ReplicaState
 from harness.errors import BadInput, Problems
-from harness.final_log import iter_final
-from harness.history import NEMESIS, Op, iter_history
+from harness.rundir.final_log import iter_final
+from harness.rundir.history import NEMESIS, Op, iter_history
 from harness.rundir.names import FINAL_FILE, HISTORY_FILE, RUN_DIR_HELP
 from harness.report.bands import NemesisOp, pair_actions
 

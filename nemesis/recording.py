@@ -2,7 +2,7 @@
 invoke/info pair (Jepsen's style).
 
 The recorder is anything with `nemesis(f, value, type, error)` — in a run,
-`harness.history.Recorder` (this package never imports harness). `recorded()`
+`harness.rundir.history.Recorder` (this package never imports harness). `recorded()`
 writes an `invoke` line when an action begins, with what is asked (e.g.
 `{"target": "one"}`), and an `info` line when it ends, with what was done (e.g.
 `{"target": "one", "nodes": ["n2"]}`); when the action raises, the `info` line

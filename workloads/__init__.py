@@ -9,5 +9,5 @@
   consumed message into a record
 
 Workloads get their recorder from the harness and never import it (README, Layout);
-`harness/scheduler.py` drives them.
+`harness/run/scheduler.py` drives them.
 """

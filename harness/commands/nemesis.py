@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     from clusters import Cluster
     from clusters import ClusterConfigError, HostError
     from harness.commands.cluster import cluster_dir
-    from harness.history import HistoryWriter, Recorder
+    from harness.rundir.history import HistoryWriter, Recorder
     from harness.run.spec import MAX_SECONDS
     from nemesis import heal_cluster, parse_fault, start_fault
 

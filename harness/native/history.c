@@ -207,7 +207,7 @@ static int parse_partitions(Reader *r, Cursor *c, Value *v, int keep) {
     return 0;
 }
 
-/* A client value with every field the exact reader (harness/history.py) reads checked for shape. */
+/* A client value with every field the exact reader (harness/rundir/history.py) reads checked for shape. */
 static int parse_value(Reader *r, Cursor *c, Value *v, int keep) {
     memset(v, 0, sizeof *v);
     v->from_ok = 1;

@@ -1,5 +1,5 @@
 /* history.jsonl read into per-partition tables of sends and polls, with no
- * Python object: what the exact reader (harness/history.py, loading.group_operations) builds, as plain C records.
+ * Python object: what the exact reader (harness/rundir/history.py, loading.group_operations) builds, as plain C records.
  * The rules are that module's (it is the reference): sends placed in their
  * partition at their invoke, polls projected at their completion onto the
  * partitions they returned records of and those their process was assigned,

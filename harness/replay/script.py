@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from harness.errors import BadInput, Problems
-from harness.history import NEMESIS, iter_history
+from harness.rundir.history import NEMESIS, iter_history
 from harness.rundir.names import HISTORY_FILE
 from nemesis.spec import FAULT_KINDS, stops_by_f
 

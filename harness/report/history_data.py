@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from harness.history import NEMESIS, TYPES, Op
+from harness.rundir.history import NEMESIS, TYPES, Op
 from harness.report.bands import NemesisOp, pair_actions
 from harness.report.scan import NO_TIME, ScannedHistory
 

@@ -4,7 +4,7 @@ counts; every readable line is also handed, in file order, to the observers the
 caller gives (the history viewer's columns, the realtime lag, the traces), so the
 report reads the file once.
 
-The file is read with the history format's own reader (`harness.history.iter_history`);
+The file is read with the history format's own reader (`harness.rundir.history.iter_history`);
 lines it cannot validate are skipped and counted (`fencepost check` has already
 reported them in results.json). A completion is paired with the pending invoke
 of its process; an invoke never completed is an `info` op with no completion
@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from harness.errors import Problems
-from harness.history import NEMESIS, Op, iter_history
+from harness.rundir.history import NEMESIS, Op, iter_history
 from harness.rundir.names import HISTORY_FILE
 from harness.report.bands import NemesisOp
 

@@ -4,7 +4,7 @@ side), heal, quiesce, final reads, teardown, check, report.
 Each phase has a bounded time (the spec's `timeouts`, the main phase its time limit).
 Heal always runs — on leaving the main phase normally, on an error, on Ctrl-C or
 SIGTERM (nemesis.HealGuard) — and teardown always runs once a cluster exists. The
-history is written as it happens (harness/history.py), so a run killed in any phase
+history is written as it happens (harness/rundir/history.py), so a run killed in any phase
 leaves every op up to the last fsync; `fencepost check RUN_DIR` answers for it.
 
 The traffic (workloads driven by the scheduler) is reached through
@@ -27,7 +27,7 @@ from clusters import ClusterConfigError, HostError
 from clusters import TopicSpec
 from harness.checking import CheckOutcome, check_run
 from harness.errors import EXIT_CRASH, BadInput
-from harness.history import HistoryWriter, Recorder
+from harness.rundir.history import HistoryWriter, Recorder
 from harness.interrupts import sigterm_as_interrupt
 from harness.provenance import versions
 from harness.run.progress import Progress, Status

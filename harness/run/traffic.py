@@ -1,5 +1,5 @@
 """The run's traffic: the spec's producer and consumer workloads (workloads/) on one
-recorder, driven by the scheduler (harness/scheduler.py) — and the final reads.
+recorder, driven by the scheduler (harness/run/scheduler.py) — and the final reads.
 
 `start_traffic(spec, bootstrap, recorder, partitions) -> Traffic`: `run(limit)` in
 the caller's thread, `stop()` from any thread, `counts()` for the progress line,
@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from harness.errors import BadInput
-from harness.history import Recorder
+from harness.rundir.history import Recorder
 from harness.run.spec import TestSpec
 from harness.rundir.final import add_final_lines, encode_lines
-from harness.scheduler import Lane, Scheduler, plan_processes
+from harness.run.scheduler import Lane, Scheduler, plan_processes
 from workloads.consumer import ConsumerOptions, ConsumerWorkload
 from workloads.final_read import final_read_lines
 from workloads.producer import ProducerOptions, ProducerWorkload

@@ -1,4 +1,6 @@
 """The run directory's one owner (docs/FORMATS.md): the names of its files (names.py), making
 and naming run directories and the `latest` links (store.py), finding run and campaign
-directories (find.py), writing any file whole or not at all (atomic.py), the final.jsonl
-writer (final.py), and a run as test.json and results.json record it (record.py)."""
+directories (find.py), writing any file whole or not at all (atomic.py), history.jsonl's writer
+and exact reader (history.py), final.jsonl's writer (final.py) and exact reader (final_log.py),
+test.json and its checker section (test_file.py), and a run as test.json and results.json record
+it (record.py)."""

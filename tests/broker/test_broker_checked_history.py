@@ -1,5 +1,5 @@
 """The own broker judged by fencepost's own checkers: a real confluent-kafka
-producer and consumer, their operations recorded with harness.history, the
+producer and consumer, their operations recorded with harness.rundir.history, the
 broker killed with -9 and restarted, the replica log dumped with dump-log, and
 `check_run` on the run directory — as `fencepost run` will do it.
 

@@ -73,7 +73,7 @@ def test_the_loading_process_sends_the_header_and_keeps_what_it_loaded(tmp_path,
     # Run here (not forked), to look at both: what goes back is what the verdict
     # reads; what was loaded stays referenced until the process exits.
     from harness import native_load
-    from harness.final_log import FinalState
+    from harness.rundir.final_log import FinalState
     from harness.loading import load_run
 
     if reader == "python":

@@ -5,7 +5,7 @@ import orjson
 import pytest
 
 from harness.errors import Problems
-from harness.final_log import iter_final, read_final
+from harness.rundir.final_log import iter_final, read_final
 
 
 def read_(kind, partition=0, **more):

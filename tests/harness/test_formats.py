@@ -28,8 +28,8 @@ from jsonschema import Draft202012Validator
 from checkers import anomaly
 from harness.checking import check_run
 from harness.errors import Problems
-from harness.final_log import KINDS, FinalReader
-from harness.history import CLIENT_FS, TYPES, HistoryReader
+from harness.rundir.final_log import KINDS, FinalReader
+from harness.rundir.history import CLIENT_FS, TYPES, HistoryReader
 from harness.rundir.test_file import LINEAR_METHODS
 from harness.rundir.store import RUN_NAME
 from nemesis.catalog import FAULT_CLASSES

@@ -8,7 +8,7 @@ import orjson
 import pytest
 
 from harness.errors import Problems
-from harness.history import HistoryReader, iter_history
+from harness.rundir.history import HistoryReader, iter_history
 
 
 def line(index, process, type_, f, value=None, **more):

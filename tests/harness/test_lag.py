@@ -3,7 +3,7 @@ a consumer keeping up, one stuck, one whose polls fail, an assign from the begin
 a subscriber reading every partition."""
 from __future__ import annotations
 
-from harness.history import Op
+from harness.rundir.history import Op
 from harness.report.lag import RealtimeLag
 
 S = 1_000_000_000

@@ -9,7 +9,7 @@ import pytest
 from checkers.anomaly import DUPLICATE, LOST_WRITE, UNSEEN
 from harness import native_load
 from harness.errors import BadInput
-from harness.final_log import FinalState
+from harness.rundir.final_log import FinalState
 from harness.loading import load_run
 from harness.rundir.test_file import checker_section
 from tests.support.loading_support import python_only

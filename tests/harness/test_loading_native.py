@@ -1,6 +1,6 @@
 """The C reader (harness._native, harness/native_load.py) held to the exact
-Python readers (harness/history.py `HistoryReader` grouped by
-`loading.group_operations`, harness/final_log.py `read_final`), the reference,
+Python readers (harness/rundir/history.py `HistoryReader` grouped by
+`loading.group_operations`, harness/rundir/final_log.py `read_final`), the reference,
 by a conformance corpus: every run directory under examples/, generated runs
 (tests/support/synth) and mutated files (tests/support/mutation_support.py). On each, load_run
 gives the same LoadedRun with and without the C reader (partitions, resets,
@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness import native_load
-from harness.final_log import FinalLog, FinalState
+from harness.rundir.final_log import FinalLog, FinalState
 from harness.loading import load_run
 from tests.support.loading_support import (
     assert_same_load, exact_final, exact_history, final_gives_up_or_agrees, history_gives_up_or_agrees,

@@ -178,7 +178,7 @@ def embedded_history(page: str) -> dict:
 def test_the_viewer_embeds_every_line_with_its_pair_partitions_and_errors(tmp_path):
     """Fast: the data of history.html (no plots drawn), for a generated run with nemesis
     ops, failed sends, polls of several partitions and a line that cannot be read."""
-    from harness.history import iter_history
+    from harness.rundir.history import iter_history
     from harness.errors import Problems
     from harness.report.bands import nemesis_bands, pair_actions
     from harness.report.history_data import HistoryColumns

@@ -17,8 +17,8 @@ import pytest
 
 from harness import native_load
 from harness.errors import Problems
-from harness.final_log import FinalLog, read_final
-from harness.history import HistoryReader
+from harness.rundir.final_log import FinalLog, read_final
+from harness.rundir.history import HistoryReader
 from harness.loading import LoadedRun, group_operations, load_run
 
 COUNTER = itertools.count()

@@ -39,7 +39,7 @@ import orjson
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from harness.checking import CheckOutcome, check_run
-from harness.history import HistoryWriter, InvokeHandle, Recorder
+from harness.rundir.history import HistoryWriter, InvokeHandle, Recorder
 from workloads.final_read import final_read_lines
 from workloads.outcomes import DEFINITE_PRODUCE_ERRORS, delivery_type
 

@@ -19,7 +19,7 @@ from clusters.hosts import process
 from clusters.lazyfs.mounts import lazy_mounts
 from clusters.systems import system_for
 from clusters.systems.base import TopicSpec
-from harness.history import HistoryWriter, Recorder, iter_history
+from harness.rundir.history import HistoryWriter, Recorder, iter_history
 from nemesis import (HealGuard, MemoryRecorder, Nemesis, ScriptedSchedule, check_fault, heal_cluster,
                      make_schedule, parse_fault, start_fault)
 from nemesis.context import LEADER_TARGET_WAIT_S

@@ -12,7 +12,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from harness.history import iter_history
+from harness.rundir.history import iter_history
 from harness.rundir.store import RUN_NAME
 from tests.support.browser import Browser
 from tests.support.paths import ROOT

@@ -17,8 +17,8 @@ import pytest
 from clusters.cluster import Cluster, ClusterSpec
 from clusters.systems.base import TopicSpec
 from harness.checking import check_run
-from harness.history import HistoryWriter, Recorder
-from harness.scheduler import Lane, Scheduler, plan_processes
+from harness.rundir.history import HistoryWriter, Recorder
+from harness.run.scheduler import Lane, Scheduler, plan_processes
 from tests.support.lazyfs_support import needs_fuse
 from workloads.consumer import ConsumerOptions, ConsumerWorkload
 from harness.rundir.final import add_final_lines

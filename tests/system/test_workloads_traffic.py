@@ -20,8 +20,8 @@ from confluent_kafka import Producer
 from clusters.cluster import Cluster, ClusterSpec
 from clusters.systems.base import TopicSpec
 from harness.checking import CheckOutcome, check_run
-from harness.history import HistoryWriter, Recorder
-from harness.scheduler import Lane, Scheduler, Snapshot, plan_processes
+from harness.rundir.history import HistoryWriter, Recorder
+from harness.run.scheduler import Lane, Scheduler, Snapshot, plan_processes
 from nemesis import heal_cluster, start_fault
 from workloads.consumer import ConsumerOptions, ConsumerWorkload
 from harness.rundir.final import add_final_lines

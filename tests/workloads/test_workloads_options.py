@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import KafkaError
 
-from harness.history import HistoryWriter, Recorder
+from harness.rundir.history import HistoryWriter, Recorder
 from workloads.consumer import ConsumerOptions, ConsumerWorkload
 from workloads.outcomes import delivery_type, has_definite_failures
 from workloads.producer import ProducerOptions, ProducerWorkload
