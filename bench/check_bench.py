@@ -79,15 +79,15 @@ sys.path.insert(0, str(ROOT))
 
 # Prepended to a stage to measure the Python reader alone (as without the C
 # reader: the exact readers read both files).
-PYTHON_READER = ("from harness import native_load\n"
+PYTHON_READER = ("from harness.check import native_load\n"
                  "native_load.available = lambda: False\n")
 
 STAGE_CODE = {
-    "parse": "from harness.loading import load_run\n"
+    "parse": "from harness.check.loading import load_run\n"
              "run = load_run(RUN, parallel=JOBS > 1)\n"
              "ops = run.counts.ops\n"
              "del run\n",
-    "check": "from harness.checking import check_run\n"
+    "check": "from harness.check.checking import check_run\n"
              "ops = check_run(RUN, write=False, out=None, jobs=JOBS).results['checked']['ops']\n",
 }
 

@@ -38,7 +38,7 @@ SINGLE = """
 import json, sys, time
 from pathlib import Path
 sys.path.insert(0, {root!r})
-from harness.checking import check_run
+from harness.check.checking import check_run
 runs = [Path(p) for p in json.loads(sys.argv[1])]
 started = time.perf_counter()
 ops = invalid = 0

@@ -8,8 +8,8 @@ that order (a nonlinearizable one last), its stats, its unknown reasons. `check_
 every check and merges them: the one entry point the harness CLI and the Spark pipeline call per
 partition. Checks are independent once the observations are built, so a scheduler may run some
 in one process and the rest in another (`run_checks` with the names) and merge the findings
-(harness/checking.py does); the checks know nothing of it. Which anomalies make a run invalid is
-the caller's choice (harness/verdict.py decides; `checkers.anomaly.default_invalid` is the
+(harness/check/checking.py does); the checks know nothing of it. Which anomalies make a run invalid is
+the caller's choice (harness/check/verdict.py decides; `checkers.anomaly.default_invalid` is the
 documented default, docs/CHECKERS.md).
 """
 from __future__ import annotations

@@ -42,7 +42,7 @@ def unseen(ph: PartitionHistory, obs: Observations | None = None,
            max_points: int = MAX_POINTS, keep: int | None = None) -> UnseenResult:
     """`obs` is `observe(ph)`, built here when not given. With `keep`, only
     the first `keep` anomalies (by offset) carry their details; the others
-    are one detail-less stand-in, repeated (as harness.checking.compact
+    are one detail-less stand-in, repeated (as harness.check.checking.compact
     leaves them): a clean run whose consumers lag has an unseen value per
     unread ack, and their details were most of this check's time."""
     obs = obs if obs is not None else observe(ph)

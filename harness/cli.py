@@ -14,7 +14,7 @@ from typing import NoReturn, Sequence
 
 from harness.commands import command_modules, examples
 from harness.errors import EXIT_BAD_INPUT, EXIT_CRASH, BadInput
-from harness.pipes import outputs_that_may_close
+from harness.processes.pipes import outputs_that_may_close
 
 
 EXAMPLES = (

@@ -48,7 +48,7 @@ def python_reader_notice() -> str | None:
 
 
 def _c_reader_built() -> bool:
-    from harness import native_load  # imports the C reader, if it was built
+    from harness.check import native_load  # imports the C reader, if it was built
 
     return native_load.available()
 

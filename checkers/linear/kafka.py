@@ -362,7 +362,7 @@ def history_lines(op: Op) -> tuple[int, ...]:
     return tuple(i for i in (origin.invoke_index, origin.complete_index) if i is not None)
 
 
-# The page is written to RUN_DIR/linear/<topic>-<partition>.html (harness/checking.py),
+# The page is written to RUN_DIR/linear/<topic>-<partition>.html (harness/check/checking.py),
 # beside the report and the history viewer one folder up.
 RUN_LINKS = RunLinks(report="../report.html", history="../history.html", lines=history_lines)
 

@@ -1,7 +1,7 @@
 """The per-run and per-partition steps of `fencepost analyze`, as plain functions the Spark
 job calls (no Spark here): a run loaded the way `fencepost check` loads it and its partitions
 checked with `checkers.check_partition` (the single implementation), as one header and one
-report per partition; a run's verdict decided on the driver by `harness.verdict.decide` from
+report per partition; a run's verdict decided on the driver by `harness.check.verdict.decide` from
 its header and its partitions' reports.
 
 Headers and reports are pickles: they travel from the Python worker that checked a run back
@@ -13,12 +13,12 @@ import pickle
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.checking import check_partitions, compact
-from harness.detection import first_detection_s, first_evidence_ns
+from harness.check.checking import check_partitions, compact
+from harness.check.detection import first_detection_s, first_evidence_ns
 from harness.errors import BadInput
-from harness.loading import LoadedRun, load_run
+from harness.check.loading import LoadedRun, load_run
 from harness.rundir.record import configuration_of, read_record
-from harness.verdict import decide, verdict_word
+from harness.check.verdict import decide, verdict_word
 
 EXAMPLES_KEPT = 3  # anomalies kept in full per name in a report sent back to the driver
 
@@ -38,7 +38,7 @@ def check_run_rows(run_id: str, run_dir: Path) -> list[tuple[str, str, int, byte
     """(run_id, topic, partition, payload, detected) rows of one run: a header row (topic "",
     partition -1, detected None) holding the run without its partitions' operations (or, for a
     run that cannot be read, the message saying why), then one row per partition: its pickled,
-    compacted report and its first evidence (harness.detection.first_evidence_ns: history time
+    compacted report and its first evidence (harness.check.detection.first_evidence_ns: history time
     in ns, or None; taken from the full report, before compacting). The run is loaded once, as
     `fencepost check` loads it, and its partitions checked by `checkers.check_partition`."""
     try:
@@ -60,7 +60,7 @@ class RunVerdict:
     config: RunConfig
     verdict: str
     anomaly_counts: dict[str, int]
-    first_detection_s: float | None  # harness.detection.first_detection_s
+    first_detection_s: float | None  # harness.check.detection.first_detection_s
     reasons: list[str]
     run_dir: str = ""
 

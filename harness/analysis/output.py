@@ -16,7 +16,7 @@ from harness.compare.plot import plot_rates
 from harness.compare.formats import render
 from harness.compare.significance import Baseline, with_p_values
 from harness.compare.table import Row, rows
-from harness.detection import median_s
+from harness.check.detection import median_s
 from harness.rundir.atomic import write_atomically
 
 

@@ -40,7 +40,7 @@ from harness.campaign.junit import JUNIT_FILE, write_junit
 from harness.campaign.plan import Campaign, PlannedRun
 from harness.campaign.slots import first_subnet, for_slot
 from harness.errors import EXIT_CRASH, EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, BadInput
-from harness.interrupts import sigterm_as_interrupt
+from harness.processes.interrupts import sigterm_as_interrupt
 from harness.run.spec import TestSpec
 from harness.rundir.names import CAMPAIGN_FILE, CAMPAIGN_RUNS_DIR, CAMPAIGNS_DIR, LATEST, OUTCOME_FILE
 from harness.rundir.store import new_run_dir

@@ -44,9 +44,9 @@ _NO_C_READER = ("history.jsonl and final.jsonl are read by the Python readers: t
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from harness.checking import check_run
+    from harness.check.checking import check_run
     from harness.provenance import python_reader_notice
-    from harness.summary import RESULTS_FILE, summary_document, summary_markdown
+    from harness.check.summary import RESULTS_FILE, summary_document, summary_markdown
 
     notice = python_reader_notice()
     if notice is not None:

@@ -114,7 +114,7 @@ def _up(args: argparse.Namespace) -> int:
     from clusters import default_backend
     from clusters import state_path
     from clusters import TopicSpec
-    from harness.interrupts import sigterm_as_interrupt
+    from harness.processes.interrupts import sigterm_as_interrupt
     from harness.run.spec import MAX_NODES, MAX_PARTITIONS, TOPIC_NAME
 
     if not 1 <= args.nodes <= MAX_NODES:

@@ -72,9 +72,9 @@ def run(args: argparse.Namespace) -> int:
     from harness.run.progress import Progress
     from harness.run.runner import RunError, run_test
     from harness.run.spec import build_spec, load_toml
-    from harness.liveness import describe as describe_liveness
+    from harness.check.liveness import describe as describe_liveness
     from harness.provenance import python_reader_notice
-    from harness.verdict import verdict_word
+    from harness.check.verdict import verdict_word
 
     notice = python_reader_notice()
     if notice is not None:

@@ -1,17 +1,17 @@
 """A run checked for `fencepost compare`, in memory: loaded and checked as `fencepost
 check` does (`load_run`, `check_partitions`, `decide`), with nothing written anywhere,
-and its time to first detection taken from the full reports (harness/detection.py)."""
+and its time to first detection taken from the full reports (harness/check/detection.py)."""
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.checking import check_partitions
-from harness.detection import first_detection_s, first_evidence_ns
-from harness.liveness import liveness
-from harness.loading import load_run
-from harness.verdict import Valid, decide
+from harness.check.checking import check_partitions
+from harness.check.detection import first_detection_s, first_evidence_ns
+from harness.check.liveness import liveness
+from harness.check.loading import load_run
+from harness.check.verdict import Valid, decide
 
 
 @dataclass(frozen=True)

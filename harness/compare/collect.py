@@ -27,7 +27,7 @@ class RunResult:
     faults: str
     verdict: str  # valid, invalid, unknown, crashed
     anomaly_counts: dict[str, int] = field(default_factory=dict)
-    first_detection_s: float | None = None  # harness/detection.py; invalid runs only
+    first_detection_s: float | None = None  # harness/check/detection.py; invalid runs only
     liveness: str | None = None  # results.json's liveness verdict: ok, failed, unknown (None: not judged)
     liveness_kinds: dict[str, int] = field(default_factory=dict)  # liveness findings by kind
 

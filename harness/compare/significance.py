@@ -1,5 +1,5 @@
 """Fisher's exact test between the rows of `fencepost compare`, within each fault group
-(harness/stats.py: `two_rates_p` of invalid runs over runs with a verdict; unknown and
+(harness/compare/stats.py: `two_rates_p` of invalid runs over runs with a verdict; unknown and
 crashed runs are left out, as they are of the rate).
 
 Without a baseline each row is tested against the row before it in its group (the
@@ -18,7 +18,7 @@ from clusters import TRUNCATIONS
 from harness.compare.order import label
 from harness.compare.table import Row
 from harness.errors import BadInput
-from harness.stats import two_rates_p
+from harness.compare.stats import two_rates_p
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ from typing import Iterable
 
 from harness.compare.collect import RunResult
 from harness.compare.order import row_key
-from harness.detection import median_s
-from harness.stats import wilson_interval
+from harness.check.detection import median_s
+from harness.compare.stats import wilson_interval
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,7 @@ class Row:
     crashed: int
     runs_by_anomaly: dict[str, int]  # anomaly -> runs that had it
     anomaly_totals: dict[str, int]
-    median_first_detection_s: float | None = None  # harness.detection.median_s of the invalid runs
+    median_first_detection_s: float | None = None  # harness.check.detection.median_s of the invalid runs
     p_value: float | None = None  # Fisher's exact test of this row's rate against `versus`'s
     versus: str | None = None  # the row tested against, named SYSTEM:TRUNCATION (same fault group)
     liveness_judged: int = 0  # runs with a liveness verdict of ok or failed

@@ -399,7 +399,7 @@ static int push_poll(Reader *r, uint32_t part, int64_t process, const Pending *p
     return vec_push(&r->t->partitions.items[part].polls, rec) ? 0 : out_of_memory(r);
 }
 
-/* What harness/loading.py's group_operations does with a paired poll, assign, subscribe or
+/* What harness/check/loading.py's group_operations does with a paired poll, assign, subscribe or
  * crash; `done` is the completing line (NULL: never completed), and an ok
  * poll's records are in the scratch lists. */
 static int finish(Reader *r, int64_t number, Process *proc, int outcome, const Line *done) {

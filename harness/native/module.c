@@ -1,7 +1,7 @@
 /* harness._native: history.jsonl and final.jsonl read in C, with the GIL
  * released (so both files can be read at once by two threads), into tables
  * of plain C records; a partition's Python objects made from them on demand
- * (build). The Python side is harness/native_load.py. */
+ * (build). The Python side is harness/check/native_load.py. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 

@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 
 from harness.rundir.names import NODES_DIR, RESULTS_FILE, RUN_FILES, TEST_FILE
-from harness.summary import op_indices
+from harness.check.summary import op_indices
 from harness.trace import Target
 
 MAX_NODE_FILES = 300

@@ -11,7 +11,7 @@ file, 1-based line and field; a bad last line (a torn write) is only a warning.
 record seen again in a partition (the final read's record, again in each
 replica's log) is the same (offset, value) tuple object. This is the exact
 reader, the reference of every rule and message; the C reader
-(harness/native_load.py) reads plainly valid files faster and leaves any
+(harness/check/native_load.py) reads plainly valid files faster and leaves any
 other to it.
 
 Completeness of a partition's final read (`final_state`, the one place of

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from checkers.anomaly import DUPLICATE, LOST_WRITE, NONLINEARIZABLE, UNSEEN, default_invalid
 from checkers.check import PartitionReport, check_partition
 from checkers.partition import CheckOptions
-from harness.loading import load_run
+from harness.check.loading import load_run
 from tests.support.checkers_support import history, log, names, poll, send
 from tests.support.synth import generate as synth
 from tests.support.synth.strategies import gen_configs
@@ -17,7 +17,7 @@ OFFSETS_ONLY = CheckOptions(linearizability=False)
 
 
 def verdict(report: PartitionReport, invalid: frozenset[str]) -> bool | str:
-    """One partition's verdict by Jepsen's precedence (harness/verdict.py's for a whole run):
+    """One partition's verdict by Jepsen's precedence (harness/check/verdict.py's for a whole run):
     invalid when an anomaly of the invalid set was found, else unknown when something could
     not be judged, else valid."""
     if any(a.name in invalid for a in report.anomalies):

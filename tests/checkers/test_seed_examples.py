@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from checkers import anomaly as A
-from harness.checking import check_run
+from harness.check.checking import check_run
 from harness.cli import main
 from tests.support.paths import EXAMPLES
 

@@ -15,9 +15,9 @@ import pytest
 
 from checkers.check import CHECKS, check_partition, merge, run_checks
 from checkers.partition import CheckOptions, PartitionHistory
-from harness import checking
-from harness.checking import _shares, check_run, worker_cpus
-from harness.loading import load_run
+from harness.check import checking
+from harness.check.checking import _shares, check_run, worker_cpus
+from harness.check.loading import load_run
 from tests.support.synth.generate import GenConfig, generate
 from tests.support.synth.plant import PLANTERS, CannotPlant, plant
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import native_load
+from harness.check import native_load
 from harness.cli import main
 from harness.errors import EXIT_BAD_INPUT
 from harness.provenance import history_reader, python_reader_notice

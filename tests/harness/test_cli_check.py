@@ -8,7 +8,7 @@ import sys
 import orjson
 import pytest
 
-from harness import checking
+from harness.check import checking
 from harness.cli import main
 from tests.support.run_builder import History, final_read, write_run
 

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from harness.pipes import PipeSafe
+from harness.processes.pipes import PipeSafe
 from tests.support.paths import ROOT
 
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}

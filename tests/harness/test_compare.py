@@ -14,13 +14,13 @@ import pytest
 
 from harness.campaign.plan import load_campaign
 from harness.campaign.runner import campaign_dir, run_campaign
-from harness.checking import check_run
+from harness.check.checking import check_run
 from harness.compare.collect import RunResult, collect
 from harness.compare.formats import CSV_COLUMNS, render
 from harness.compare.significance import Baseline, groups_without, with_p_values
 from harness.compare.table import rows
 from harness.errors import BadInput
-from harness.stats import two_rates_p, wilson_interval
+from harness.compare.stats import two_rates_p, wilson_interval
 from tests.support.cli import fencepost
 from tests.support.paths import EXAMPLES
 

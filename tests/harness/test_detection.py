@@ -1,4 +1,4 @@
-"""harness/detection.py, the one definition of time to first detection: its rules on a
+"""harness/check/detection.py, the one definition of time to first detection: its rules on a
 partition made by hand, and the Spark pipeline's steps (harness/analysis/checks.py, called
 without Spark) agreeing with `fencepost compare` run by run."""
 from __future__ import annotations
@@ -14,7 +14,7 @@ from checkers.partition import PartitionHistory, Poll, Send
 from harness.analysis.checks import check_run_rows, judge
 from harness.compare.checked import check_in_memory
 from harness.compare.collect import collect
-from harness.detection import first_detection_s, first_evidence_ns, median_s
+from harness.check.detection import first_detection_s, first_evidence_ns, median_s
 from tests.support.paths import EXAMPLES
 from tests.support.synth.run import write_run
 

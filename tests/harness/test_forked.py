@@ -1,4 +1,4 @@
-"""harness/forked.py: a forked child's result and errors come back to its
+"""harness/processes/forked.py: a forked child's result and errors come back to its
 parent; a child whose parent is killed dies with it (Linux)."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.forked import ChildTraceback, Forked
+from harness.processes.forked import ChildTraceback, Forked
 from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.integration
@@ -44,7 +44,7 @@ def test_a_child_dies_with_its_parent_killed_by_sigkill():
         [sys.executable, "-c",
          "import sys, time\n"
          f"sys.path.insert(0, {str(ROOT)!r})\n"
-         "from harness.forked import Forked\n"
+         "from harness.processes.forked import Forked\n"
          "child = Forked('a sleeper', time.sleep, 120)\n"
          "print(child.pid, flush=True)\n"
          "time.sleep(120)\n"],

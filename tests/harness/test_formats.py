@@ -26,7 +26,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from checkers import anomaly
-from harness.checking import check_run
+from harness.check.checking import check_run
 from harness.errors import Problems
 from harness.rundir.final_log import KINDS, FinalReader
 from harness.rundir.history import CLIENT_FS, TYPES, HistoryReader

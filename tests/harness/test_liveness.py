@@ -1,5 +1,5 @@
 """Fatal markers in node logs (clusters/systems/markers.py) and the liveness section of
-results.json (harness/liveness.py): each marker found with its node and partition in lines
+results.json (harness/check/liveness.py): each marker found with its node and partition in lines
 copied from real broker logs, ordinary error lines left alone, and `fencepost check` of a run
 whose broker halted reporting it as a liveness finding while the verdict stays the checkers'."""
 from __future__ import annotations
@@ -9,8 +9,8 @@ import shutil
 import orjson
 
 from clusters.systems.markers import fatal_markers
-from harness.checking import check_run
-from harness.liveness import liveness
+from harness.check.checking import check_run
+from harness.check.liveness import liveness
 from tests.support.paths import EXAMPLES
 
 # Real lines (0.10.2.2's halt, 3.9.1's failed partition, 1.1.1's halt), and ordinary ones.

@@ -1,4 +1,4 @@
-"""The liveness verdict (harness/liveness.py) on planted histories: a partition that stops
+"""The liveness verdict (harness/check/liveness.py) on planted histories: a partition that stops
 acknowledging writes with no fault to explain it is `unavailable`, the same gap inside a
 fault band (or its grace) is not; recovery after the final heal is timed per partition and
 its absence is `no-recovery`, while a run recorded before there was a recovery phase is not
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import orjson
 
-from harness.checking import check_run
-from harness.liveness import Thresholds, liveness
+from harness.check.checking import check_run
+from harness.check.liveness import Thresholds, liveness
 
 S = 1_000_000_000
 

@@ -1,4 +1,4 @@
-"""The C reader (harness._native, harness/native_load.py) held to the exact
+"""The C reader (harness._native, harness/check/native_load.py) held to the exact
 Python readers (harness/rundir/history.py `HistoryReader` grouped by
 `loading.group_operations`, harness/rundir/final_log.py `read_final`), the reference,
 by a conformance corpus: every run directory under examples/, generated runs
@@ -25,9 +25,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness import native_load
+from harness.check import native_load
 from harness.rundir.final_log import FinalLog, FinalState
-from harness.loading import load_run
+from harness.check.loading import load_run
 from tests.support.loading_support import (
     assert_same_load, exact_final, exact_history, final_gives_up_or_agrees, history_gives_up_or_agrees,
     loaded_both_ways, python_only, silent,

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness import native_load
+from harness.check import native_load
 from tests.support.mutation_support import LINES, mutation
 from tests.support.synth.generate import GenConfig, generate_to_dir
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from harness.checking import check_run
+from harness.check.checking import check_run
 from harness.errors import BadInput
 from harness.report.bands import NemesisOp, nemesis_bands
 from harness.report.inputs import linked_indices, op_indices

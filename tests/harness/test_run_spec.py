@@ -160,7 +160,7 @@ def test_a_new_run_directory_and_its_log_say_their_utc_offset(tmp_path):
 def test_fencepost_log_says_the_verdict_in_words():
     from pathlib import Path
 
-    from harness.checking import CheckOutcome
+    from harness.check.checking import CheckOutcome
     from harness.run.runner import RunOutcome, verdict_line
 
     invalid = RunOutcome(Path("r"), CheckOutcome(False, {"anomaly_counts": {"lost-write": 3, "duplicate": 0}}, 1),

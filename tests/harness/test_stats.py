@@ -1,4 +1,4 @@
-"""harness/stats.py: Fisher's exact test on known tables, degenerate tables, and its
+"""harness/compare/stats.py: Fisher's exact test on known tables, degenerate tables, and its
 symmetries as properties (the Wilson interval is tested in test_compare.py)."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.stats import fisher_exact, two_rates_p
+from harness.compare.stats import fisher_exact, two_rates_p
 
 
 def test_fisher_exact_known_values():

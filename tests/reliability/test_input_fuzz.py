@@ -9,7 +9,7 @@ verdict (exit 0, 1 or 2) or raise `BadInput`; never anything else. Every
 problem it reports names the file and the line (`history.jsonl:12: ...`), and
 a line that is not a JSON object anywhere but at the end is an error and
 the verdict is unknown: with errors in the input, an anomaly may come from the
-line that could not be read (harness/verdict.py, rule 1), and any error at all
+line that could not be read (harness/check/verdict.py, rule 1), and any error at all
 makes a verdict unknown, never valid or invalid. One example goes through the real `fencepost check` process.
 
 Fast: 15 examples per test. Slow (`-m slow`): 500 per file.
@@ -28,7 +28,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.checking import check_run
+from harness.check.checking import check_run
 from harness.errors import BadInput
 from tests.support.mutation_support import LINES, TEST_JSON, WORK, mutation
 from tests.support.paths import ROOT
@@ -88,7 +88,7 @@ def check_holds(files: dict[str, list[bytes]]) -> None:
     for name, lines in files.items():
         whole = as_read(b"".join(lines))
         for number, line in enumerate(whole[:-1], start=1):
-            if not_an_object(line):  # unknown (harness/verdict.py, rule 1)
+            if not_an_object(line):  # unknown (harness/check/verdict.py, rule 1)
                 assert outcome.valid == "unknown", \
                     f"{name}:{number} is {line[:60]!r}, yet the verdict is {outcome.valid!r}"
                 assert any(f"{name}:{number}:" in e for e in results["errors"]) or len(results["errors"]) >= 1000, \

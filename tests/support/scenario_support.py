@@ -1,5 +1,5 @@
 """Recording a real confluent-kafka workload into a run directory that
-`harness.checking.check_run` judges (docs/FORMATS.md), for scenario tests
+`harness.check.checking.check_run` judges (docs/FORMATS.md), for scenario tests
 of the own broker.
 
 `ScenarioRun(run_dir, bootstrap, topic="fp")` is a context manager owning a
@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 import orjson
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
-from harness.checking import CheckOutcome, check_run
+from harness.check.checking import CheckOutcome, check_run
 from harness.rundir.history import HistoryWriter, InvokeHandle, Recorder
 from workloads.final_read import final_read_lines
 from workloads.outcomes import DEFINITE_PRODUCE_ERRORS, delivery_type

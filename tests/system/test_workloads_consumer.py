@@ -16,7 +16,7 @@ import pytest
 
 from clusters.cluster import Cluster, ClusterSpec
 from clusters.systems.base import TopicSpec
-from harness.checking import check_run
+from harness.check.checking import check_run
 from harness.rundir.history import HistoryWriter, Recorder
 from harness.run.scheduler import Lane, Scheduler, plan_processes
 from tests.support.lazyfs_support import needs_fuse

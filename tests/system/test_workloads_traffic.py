@@ -19,7 +19,7 @@ from confluent_kafka import Producer
 
 from clusters.cluster import Cluster, ClusterSpec
 from clusters.systems.base import TopicSpec
-from harness.checking import CheckOutcome, check_run
+from harness.check.checking import CheckOutcome, check_run
 from harness.rundir.history import HistoryWriter, Recorder
 from harness.run.scheduler import Lane, Scheduler, Snapshot, plan_processes
 from nemesis import heal_cluster, start_fault

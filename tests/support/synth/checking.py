@@ -8,7 +8,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from harness.checking import CheckOutcome, check_run
+from harness.check.checking import CheckOutcome, check_run
 from tests.support.synth.run import SynthRun
 
 

@@ -1,6 +1,6 @@
 """Consumer groups in the checkers' input: a group member's `commit` and its `assign` from
 committed offsets, as `Commit`s and `Resume`s of the partitions they name (the rules are in
-harness/loading.py's docstring; checkers/groups.py judges them), as the exact reader's
+harness/check/loading.py's docstring; checkers/groups.py judges them), as the exact reader's
 `group_operations` makes them; the C reader is held to it."""
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ side, so that no child blocks on a full pipe), then `result()` reaps the child
 and returns its value, or raises its exception with `ChildTraceback` (the
 child's traceback) as the cause. `args` stay referenced in the child until it
 leaves, and it leaves without freeing anything: `fn` keeps what it built on
-itself, and Forked holds `fn` until the child leaves (harness/checking.py's
+itself, and Forked holds `fn` until the child leaves (harness/check/checking.py's
 `_Loader`, `_Worker`), so nothing is freed object by object, for nothing. On Linux a child
 is killed when its parent dies (`prctl(PR_SET_PDEATHSIG)`): its result would
 go nowhere, and a parent killed by SIGKILL (an OOM kill, a CI timeout) would

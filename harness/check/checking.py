@@ -5,12 +5,12 @@ Parallelism (`jobs`, default one per CPU): a large run (LOADER_MIN_BYTES of
 history) is loaded and checked in a forked process (`_Loader`), which sends
 back only the reports and what the verdict reads, and exits without spending
 time on freeing what it loaded. There, final.jsonl is read while the history
-is read (harness/loading.py); then the partitions are checked in worker
+is read (harness/check/loading.py); then the partitions are checked in worker
 processes (`_Worker`) forked after the load, each reading the loaded run
 through the pages it shares copy-on-write with this one, and sending back its
 reports, pickled through a pipe, before it exits. A forked process keeps what
 it loaded, built or copied on its entry point (Forked's `fn`, which Forked
-holds until the process leaves by os._exit, harness/forked.py): dropped, it
+holds until the process leaves by os._exit, harness/processes/forked.py): dropped, it
 would be freed object by object (0.4 s for a million lines) for nothing.
 What travels back is small: past the examples results.json shows, an
 anomaly is sent as its name only (`compact`). A worker's exception is raised
@@ -50,15 +50,15 @@ from checkers.anomaly import Anomaly
 from checkers.check import CHECKS, Findings, PartitionReport, check_partition, merge, run_checks
 from checkers.partition import PartitionHistory
 from harness.errors import BadInput
-from harness.forked import Forked, can_fork, collect
+from harness.processes.forked import Forked, can_fork, collect
 from harness.rundir.names import HISTORY_FILE, TEST_FILE
 from harness.rundir.test_file import read_test
-from harness.liveness import liveness
-from harness.loading import LoadedRun, PartitionKey, fresh_copy, load_run
-from harness.summary import (
+from harness.check.liveness import liveness
+from harness.check.loading import LoadedRun, PartitionKey, fresh_copy, load_run
+from harness.check.summary import (
     EXAMPLES_PER_ANOMALY, build_results, partition_name, print_summary, write_results,
 )
-from harness.verdict import Valid, decide
+from harness.check.verdict import Valid, decide
 
 LINEAR_DIR = "linear"
 # Below this many ops and final records in all, partitions are checked in this

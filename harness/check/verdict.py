@@ -25,7 +25,7 @@ from typing import Any, Literal
 from checkers.check import PartitionReport
 from harness.errors import EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID
 from harness.rundir.names import FINAL_FILE
-from harness.loading import LoadedRun
+from harness.check.loading import LoadedRun
 
 Valid = bool | Literal["unknown"]
 

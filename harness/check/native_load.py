@@ -97,7 +97,7 @@ class PartitionBuilder:
     its sends and polls, its final read, replica logs and states (or, where
     the C reader left final.jsonl to the exact reader, those taken from
     `final_log`). `resets` are the history's, which every partition holds
-    (harness/loading.py gives them)."""
+    (harness/check/loading.py gives them)."""
 
     def __init__(self, tables: NativeTables, resets: list[Reset], final_log: FinalLog | None = None
                  ) -> None:

@@ -16,7 +16,7 @@ Rules, on history times (nanoseconds; 0 is the run's start):
 4. A configuration's figure is the median over its runs that have one (`median_s`).
 
 The anomalies must be the full list a check found: a report compacted for results.json
-(harness.checking.compact) has lost the ops of all but its first examples.
+(harness.check.checking.compact) has lost the ops of all but its first examples.
 """
 from __future__ import annotations
 

@@ -18,11 +18,11 @@ import orjson
 from checkers.check import PartitionReport
 from harness.errors import BadInput
 from harness.rundir.history import lines_at
-from harness.liveness import describe as describe_liveness, liveness
-from harness.loading import LoadedRun
+from harness.check.liveness import describe as describe_liveness, liveness
+from harness.check.loading import LoadedRun
 from harness.rundir.atomic import write_atomically
 from harness.rundir.names import HISTORY_FILE, RESULTS_FILE
-from harness.verdict import Verdict, verdict_word
+from harness.check.verdict import Verdict, verdict_word
 
 EXAMPLES_PER_ANOMALY = 20
 OPS_PER_EXAMPLE = 12
@@ -37,7 +37,7 @@ def build_results(run: LoadedRun, reports: list[PartitionReport], verdict: Verdi
                   liveness_section: dict[str, Any] | None = None) -> dict[str, Any]:
     """The results.json document. `linear_files`: partition name -> path of its
     counterexample page, relative to the run directory; `liveness_section`: the liveness
-    section if made already (harness/liveness.py), else made here."""
+    section if made already (harness/check/liveness.py), else made here."""
     counts: dict[str, int] = defaultdict(int)
     examples: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for report in reports:

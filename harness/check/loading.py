@@ -12,22 +12,22 @@ Grouping rules (docs/FORMATS.md, checkers/partition.py), each in one Python func
   offsets) is a `Resume` in each partition it was given, asked for as early as the
   invoke of the member's latest operation before it that is not an assign (the poll
   whose rebalance callback asked; the assigns of one rebalance follow it in a burst)
-  (harness/loading_groups.py, checkers/partition.py); sends and polls are in invoke
+  (harness/check/loading_groups.py, checkers/partition.py); sends and polls are in invoke
   order, the final read and replica logs in file order;
 - `_with_resets`: the resets of every process are in every partition;
 - final read completeness: harness/rundir/final_log.py `final_state` (a `read-state` decides,
   complete only if every one says so; reads but no read-state: complete; neither: the
   final read is missing). Without final.jsonl every final read is missing.
 
-Two readers: the C reader (harness/native_load.py: both files at once on two
+Two readers: the C reader (harness/check/native_load.py: both files at once on two
 threads with `parallel`, each partition's objects then made on their own, lying
 together in memory) where it was built and does not give up on the file (anything
 unusual); else the exact reader, the reference, which reports what is wrong
 (history.jsonl: `HistoryReader` grouped by `group_operations`; final.jsonl:
 `final_log.read_final`). Without the C reader, `load_run(..., parallel=True)` reads
-a large final.jsonl in a forked process (harness/forked.py) while this one reads
+a large final.jsonl in a forked process (harness/processes/forked.py) while this one reads
 the history. `fresh_copy` copies one partition's input into fresh memory, for the
-checks to walk (harness/checking.py); partitions the C reader made need not.
+checks to walk (harness/check/checking.py); partitions the C reader made need not.
 """
 from __future__ import annotations
 
@@ -40,12 +40,12 @@ from typing import Any, Callable, Iterable, Iterator
 
 
 from checkers.partition import CheckOptions, PartitionHistory, Poll, Reset, Send
-from harness import native_load
+from harness.check import native_load
 from harness.errors import BadInput, Problems
 from harness.rundir.final_log import NO_FINAL_READ, FinalLog, FinalState, read_final
-from harness.forked import Forked, can_fork
+from harness.processes.forked import Forked, can_fork
 from harness.rundir.history import HistoryCounts, HistoryReader, Operation
-from harness.loading_groups import commits_of, resumes_of
+from harness.check.loading_groups import commits_of, resumes_of
 from harness.rundir.names import FINAL_FILE, HISTORY_FILE, RUN_DIR_HELP, TEST_FILE
 from harness.rundir.test_file import checker_section, read_test
 
