@@ -7,8 +7,9 @@ are the backends' and systems' own.
   `check_backend_options(backend, options, nodes)`, `default_subnet(backend)`,
   `required_tools(backend)`: the host backends, their options and needs;
 - `java_version()`: the Java that stock Kafka runs on;
-- `is_kafka(system)`, `check_system(system)`, `check_system_options(system, options)`: the
-  systems and their options, judged before anything runs;
+- `is_kafka(system)`, `default_truncation(system)`, `check_system(system)`,
+  `check_system_options(system, options)`: the systems and their options, judged before
+  anything runs;
 - `TRUNCATIONS`, `TRUNCATION_MODES`, `RELEASE_PROTOCOL`, `FLUSH_MODES`: the modes (modes.py);
 - `TopicSpec`, `PartitionView`: a topic to create and a partition as the cluster sees it;
   `fatal_markers(text)`: the lines of a node's log that say it gave up;
@@ -25,7 +26,7 @@ from clusters.hosts import (
     required_tools,
 )
 from clusters.modes import FLUSH_MODES, RELEASE_PROTOCOL, TRUNCATION_MODES, TRUNCATIONS
-from clusters.systems import check_system, check_system_options, is_kafka
+from clusters.systems import check_system, check_system_options, default_truncation, is_kafka
 
 
 # Imported when first asked for (each pulls in machinery of its own), so that
@@ -46,5 +47,6 @@ def __getattr__(name: str):
 
 __all__ = ["BACKENDS", "ClusterConfigError", "FLUSH_MODES", "HostError", "NotRejoining", "RELEASE_PROTOCOL",
            "TRUNCATIONS", "TRUNCATION_MODES", "backend_option_names", "check_backend_options", "check_system",
-           "check_system_options", "default_backend", "default_subnet", "is_kafka", "netns_unavailable",
+           "check_system_options", "default_backend", "default_subnet", "default_truncation", "is_kafka",
+           "netns_unavailable",
            "required_tools", *_LAZY]

@@ -70,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
         own = _wrap(sub.epilog) if sub.epilog else None
         sub.epilog = "\n\n".join(part for part in (own, examples(module.EXAMPLES)) if part)
         sub.set_defaults(run=module.run)
+    parser.set_defaults(parser=parser)  # the whole parser, for a command that describes it (completion)
     return parser
 
 

@@ -189,7 +189,7 @@ def fencepost_run(request: pytest.FixtureRequest, tmp_path: Path, record_propert
     from harness.run.progress import Progress
     from harness.run.runner import run_test
     from harness.run.spec import build_spec
-    from harness.check.verdict import verdict_word
+    from harness.rundir.record import verdict_word
 
     results = _results_option(request.config)
     folder = (results / _test_folder(request)) if results else tmp_path / "results"

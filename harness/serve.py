@@ -41,7 +41,7 @@ from harness.report.page import esc, page, verdict_badge
 from harness.rundir.names import REPORT_FILE
 from harness.index.tree import CampaignInfo, scan
 from harness.rundir.store import format_time
-from harness.check.verdict import verdict_word
+from harness.rundir.record import verdict_word
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8080

@@ -11,6 +11,7 @@ import os
 from typing import Any, Mapping
 
 from clusters.errors import ClusterConfigError
+from clusters.modes import RELEASE_PROTOCOL
 from clusters.systems.base import System
 
 SYSTEMS = ("own", "kafka:VERSION")
@@ -37,6 +38,12 @@ def system_for(name: str, options: Mapping[str, Any] | None = None) -> System:
 def is_kafka(name: str) -> bool:
     """Stock Apache Kafka (`kafka` with its jars given, or `kafka:VERSION`)."""
     return name == "kafka" or name.startswith("kafka:")
+
+
+def default_truncation(name: str) -> str:
+    """The truncation of a run on system `name` that names none: stock Kafka's own protocol
+    (`release`), kip320 on the own broker."""
+    return RELEASE_PROTOCOL if is_kafka(name) else "kip320"
 
 
 def check_system(name: str) -> None:

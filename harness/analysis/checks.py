@@ -18,7 +18,8 @@ from harness.check.detection import first_detection_s, first_evidence_ns
 from harness.errors import BadInput
 from harness.check.loading import LoadedRun, load_run
 from harness.rundir.record import configuration_of, read_record
-from harness.check.verdict import decide, verdict_word
+from harness.check.verdict import decide
+from harness.rundir.record import verdict_word
 
 EXAMPLES_KEPT = 3  # anomalies kept in full per name in a report sent back to the driver
 

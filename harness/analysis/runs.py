@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.campaign.outcomes import is_campaign, read_outcomes, run_dir_of
+from harness.rundir.campaigns import is_campaign, read_outcomes, run_dir_of
 from harness.errors import BadInput
 from harness.rundir.find import run_dirs
 from harness.rundir.names import HISTORY_FILE

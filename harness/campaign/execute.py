@@ -15,7 +15,7 @@ from harness.run.spec import TestSpec
 
 def run_planned(spec: TestSpec, where: Path, progress: Progress | None = None) -> dict[str, Any]:
     from harness.run.runner import run_test
-    from harness.check.verdict import verdict_word
+    from harness.rundir.record import verdict_word
 
     outcome = run_test(replace(spec, results=str(where)), progress or Progress())
     check = outcome.check

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.campaign.expect import Expectation, status_of
-from harness.campaign.outcomes import read_outcomes, read_plan, run_dir_of
+from harness.rundir.campaigns import read_outcomes, read_plan, run_dir_of
 from harness.compare.formats import as_dict
 from harness.rundir.names import REPORT_FILE
 from harness.compare.order import label

@@ -52,12 +52,11 @@ from checkers.partition import PartitionHistory
 from harness.errors import BadInput
 from harness.processes.forked import Forked, can_fork, collect
 from harness.rundir.names import HISTORY_FILE, TEST_FILE
+from harness.rundir.record import partition_name
 from harness.rundir.test_file import read_test
 from harness.check.liveness import liveness
 from harness.check.loading import LoadedRun, PartitionKey, fresh_copy, load_run
-from harness.check.summary import (
-    EXAMPLES_PER_ANOMALY, build_results, partition_name, print_summary, write_results,
-)
+from harness.check.summary import EXAMPLES_PER_ANOMALY, build_results, print_summary, write_results
 from harness.check.verdict import Valid, decide
 
 LINEAR_DIR = "linear"

@@ -22,14 +22,11 @@ from harness.check.liveness import describe as describe_liveness, liveness
 from harness.check.loading import LoadedRun
 from harness.rundir.atomic import write_atomically
 from harness.rundir.names import HISTORY_FILE, RESULTS_FILE
-from harness.check.verdict import Verdict, verdict_word
+from harness.check.verdict import Verdict
+from harness.rundir.record import jsonable as _jsonable, one_line, op_indices, partition_name, verdict_word
 
 EXAMPLES_PER_ANOMALY = 20
 OPS_PER_EXAMPLE = 12
-
-
-def partition_name(topic: str, partition: int) -> str:
-    return f"{topic}-{partition}"
 
 
 def build_results(run: LoadedRun, reports: list[PartitionReport], verdict: Verdict,
@@ -160,21 +157,6 @@ def summary_markdown(results: dict[str, Any], results_path: Path | None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def one_line(example: dict[str, Any], limit: int = 110) -> str:
-    """An anomaly example in one line: where, then its details in short."""
-    where = ""
-    if "topic" in example and "partition" in example:
-        where = f"{partition_name(example['topic'], example['partition'])} "
-    if isinstance(example.get("explanation"), str):
-        text = where + example["explanation"]
-    else:
-        details = {k: v for k, v in example.items()
-                   if k not in ("type", "topic", "partition", "history", "counterexample")}
-        text = where + orjson.dumps(details, default=_jsonable,
-                                    option=orjson.OPT_NON_STR_KEYS).decode()
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def _attach_ops(history: Path, examples: dict[str, list[dict[str, Any]]]) -> None:
     """Add to each example the history lines of the ops it names (`ops`: indices)."""
     wanted: dict[int, list[int]] = {}
@@ -193,22 +175,6 @@ def _attach_ops(history: Path, examples: dict[str, list[dict[str, Any]]]) -> Non
         example["history"] = [lines[i] for i in indices if i in lines]
 
 
-def op_indices(ops: Any) -> list[int]:
-    """History indices in an anomaly's `ops`: ints, nested in lists, or in dicts
-    under index / invoke_index / complete_index; in order, without repeats."""
-    found: list[int] = []
-    stack = [ops]
-    while stack:
-        item = stack.pop()
-        if type(item) is int and item >= 0:
-            found.append(item)
-        elif isinstance(item, (list, tuple)):
-            stack.extend(reversed(item))
-        elif isinstance(item, dict):
-            stack.extend(item.get(k) for k in ("complete_index", "invoke_index", "index"))
-    return list(dict.fromkeys(found))
-
-
 def _totals(stats: Any) -> dict[str, int]:
     """Sums of the integer stats over the partitions."""
     totals: dict[str, int] = defaultdict(int)
@@ -217,11 +183,3 @@ def _totals(stats: Any) -> dict[str, int]:
             if type(value) is int:
                 totals[key] += value
     return dict(totals)
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, (set, frozenset)):
-        return sorted(value, key=str)
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    return str(value)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from checkers.check import PartitionReport
 from harness.errors import EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID
@@ -88,12 +88,3 @@ def decide(run: LoadedRun, reports: list[PartitionReport]) -> Verdict:
     elif reasons:
         verdict.valid = "unknown"
     return verdict
-
-
-def verdict_word(valid: Any) -> str:
-    """valid / invalid / unknown, from results.json's `valid` (anything else: unknown)."""
-    if valid is True:
-        return "valid"
-    if valid is False:
-        return "invalid"
-    return "unknown"

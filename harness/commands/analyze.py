@@ -30,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from harness.analysis.runs import analyzed_runs, find_expectations
-    from harness.campaign.outcomes import is_campaign, read_plan
+    from harness.rundir.campaigns import is_campaign, read_plan
     from harness.errors import BadInput
 
     confs = spark_settings(args.conf)

@@ -28,9 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import shtab
 
-    from harness.cli import build_parser
-
-    parser = build_parser()
+    parser = args.parser  # fencepost's whole parser (harness/cli.py hands it to every command)
     _mark_paths(parser, shtab)
     print(shtab.complete(parser, shell=args.shell), end="")
     return EXIT_VALID

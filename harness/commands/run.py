@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.run.spec import build_spec, load_toml
     from harness.check.liveness import describe as describe_liveness
     from harness.provenance import python_reader_notice
-    from harness.check.verdict import verdict_word
+    from harness.rundir.record import verdict_word
 
     notice = python_reader_notice()
     if notice is not None:

@@ -2,7 +2,7 @@
 that touched a value (or an offset), in time order — its send's invoke and
 completion, every poll that returned it, the nemesis actions around — then what
 final.jsonl holds where it was: the final read and each replica's record, epoch and
-high watermark (harness/trace.py). `--html` also writes the page the report links
+high watermark (harness/report/trace.py). `--html` also writes the page the report links
 to from its anomaly examples."""
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def _seconds(text: str) -> float:
 
 def run(args: argparse.Namespace) -> int:
     from harness.report.trace_page import write_trace_page
-    from harness.trace import Target, parse_offset, trace_run
+    from harness.report.trace import Target, parse_offset, trace_run
 
     if (args.value is None) == (args.offset is None):
         raise BadInput("give a VALUE (e.g. 3-17) or --offset TOPIC/PARTITION/OFFSET (e.g. fp/0/264), "

@@ -62,7 +62,7 @@ def _runs_under(path: Path) -> Iterator[RunResult]:
 
 
 def _from_outcome(outcome_file: Path) -> Iterator[RunResult]:
-    from harness.campaign.outcomes import run_dir_of
+    from harness.rundir.campaigns import run_dir_of
 
     outcome = read_object(outcome_file)
     run_dir = run_dir_of(outcome_file, outcome)

@@ -8,7 +8,7 @@ to trace), scan (one pass over history.jsonl, feeding observers), bands (nemesis
 -> fault bands), colours (shared by plots and pages), figures (matplotlib setup and
 shading), plots (latency, rate, unseen, realtime lag), lag (the realtime lag),
 timeline (ops per process, PNG), history_data (the history embedded in the pages),
-history_viewer, timeline_page, trace_page (harness/trace.py's traces), html (the
+history_viewer, timeline_page, trace_page (harness/report/trace.py's traces), html (the
 report page), page (HTML shared with `fencepost serve`). matplotlib is imported only
 when a report is written, so importing this package stays cheap.
 """

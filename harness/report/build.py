@@ -2,7 +2,7 @@
 
 Reads test.json and results.json (harness/report/inputs.py), scans history.jsonl
 once (scan.py) handing every line to the history viewer's columns (history_data.py),
-the realtime lag (lag.py) and the traces of the anomaly examples (harness/trace.py),
+the realtime lag (lag.py) and the traces of the anomaly examples (harness/report/trace.py),
 turns the nemesis ops into bands (bands.py), draws the plots (plots.py, timeline.py)
 into RUN_DIR/plots/, and writes the history viewer (history_viewer.py), the HTML
 timeline (timeline_page.py), a page per traced value or offset under RUN_DIR/trace/
@@ -26,7 +26,7 @@ from harness.report.timeline_page import write_timeline_page
 from harness.report.trace_page import trace_href, write_trace_page
 from harness.rundir.atomic import write_atomically
 from harness.rundir.names import REPORT_FILE
-from harness.trace import TraceCollector
+from harness.report.trace import TraceCollector
 
 
 def write_report(run_dir: Path | str) -> Path:

@@ -27,9 +27,9 @@ from harness.report.plots import PlotFile
 from harness.report.scan import NO_TIME, ScannedHistory
 from harness.report.timeline_page import TIMELINE_PAGE
 from harness.rundir.store import format_time, run_started
-from harness.check.summary import one_line, op_indices
-from harness.trace import Target
-from harness.check.verdict import verdict_word
+from harness.rundir.record import one_line, op_indices
+from harness.report.trace import Target
+from harness.rundir.record import verdict_word
 
 EXAMPLES_SHOWN = 3  # per anomaly in the table; the others fold away
 EXAMPLE_CHARS = 400

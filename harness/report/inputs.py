@@ -14,8 +14,8 @@ from typing import Any
 import orjson
 
 from harness.rundir.names import NODES_DIR, RESULTS_FILE, RUN_FILES, TEST_FILE
-from harness.check.summary import op_indices
-from harness.trace import Target
+from harness.rundir.record import op_indices
+from harness.report.trace import Target
 
 MAX_NODE_FILES = 300
 

@@ -9,7 +9,7 @@ import html
 from typing import Any
 from urllib.parse import quote
 
-from harness.check.verdict import verdict_word
+from harness.rundir.record import verdict_word
 
 VERDICT_COLOURS = {"valid": "#2E7D32", "invalid": "#C62828", "unknown": "#E65100"}
 

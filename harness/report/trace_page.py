@@ -1,4 +1,4 @@
-"""The page of one trace, `RUN_DIR/trace/<value-…|offset-…>.html` (harness/trace.py):
+"""The page of one trace, `RUN_DIR/trace/<value-…|offset-…>.html` (harness/report/trace.py):
 every event that touched a value or an offset, in time order, each line a link into
 the history viewer, the nemesis actions around it, and what final.jsonl holds where
 it was. Self-contained (inline style, no script); links relative to the run directory.
@@ -9,7 +9,7 @@ from pathlib import Path
 
 from harness.report.page import esc, page
 from harness.rundir.atomic import write_atomically
-from harness.trace import Trace
+from harness.report.trace import Trace
 
 TRACE_DIR = "trace"
 

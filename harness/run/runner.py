@@ -37,7 +37,7 @@ from harness.rundir.final import add_final_lines
 from harness.rundir.names import FINAL_FILE, HISTORY_FILE, LOG_FILE, NODES_DIR, TEST_FILE
 from harness.rundir.store import close_logger, new_run_dir, run_logger
 from harness.run.traffic import Traffic, start_traffic, write_final_reads
-from harness.check.verdict import verdict_word
+from harness.rundir.record import verdict_word
 
 MAIN_GRACE_S = 30.0  # the nemesis may finish the action in progress after the time limit
 HALTING_STOP_S = 2.0  # a broker that logged it is halting: SIGTERM, then SIGKILL after this

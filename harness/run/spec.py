@@ -15,9 +15,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping
 
-from clusters import BACKENDS, netns_unavailable
-from clusters import is_kafka
-from clusters import FLUSH_MODES as FLUSHES, RELEASE_PROTOCOL, TRUNCATIONS
+from clusters import BACKENDS, FLUSH_MODES as FLUSHES, TRUNCATIONS, default_truncation, is_kafka, netns_unavailable
 from harness.errors import BadInput
 from nemesis.spec import LAZY_FAULTS
 
@@ -254,11 +252,6 @@ def _defaults_filled(spec: TestSpec, faults_given: bool) -> TestSpec:
         spec = replace(spec, clients=replace(spec.clients, producer=chosen))
     truncation = spec.truncation or default_truncation(spec.system)
     return replace(spec, backend=backend, flush=flush, truncation=truncation, notes=tuple(notes))
-
-
-def default_truncation(system: str) -> str:
-    """The truncation of a run that names none: stock Kafka's own protocol, kip320 on the own broker."""
-    return RELEASE_PROTOCOL if is_kafka(system) else "kip320"
 
 
 

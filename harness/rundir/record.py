@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from clusters import default_truncation
 from harness.errors import BadInput
 from harness.rundir.names import RESULTS_FILE, TEST_FILE
 
@@ -59,9 +60,7 @@ class RunRecord:
     @property
     def verdict(self) -> str:
         """valid, invalid, unknown, or `not checked`."""
-        if not self.checked:
-            return "not checked"
-        return "valid" if self.valid is True else "invalid" if self.valid is False else "unknown"
+        return verdict_word(self.valid) if self.checked else "not checked"
 
     @property
     def anomaly_counts(self) -> dict[str, int]:
@@ -104,8 +103,6 @@ def configuration_of(test: dict[str, Any]) -> Configuration:
     (own; kip320 on the own broker, the release's own protocol on stock Kafka; no faults). Runs
     given system options (mode, elr, broker_config, ...) are another configuration of their
     system: its name carries them, `kafka:4.1.1[elr=false]`."""
-    from harness.run.spec import default_truncation
-
     system = str(test.get("system") or "own")
     nemesis = test.get("nemesis") if isinstance(test.get("nemesis"), dict) else {}
     versions = test.get("versions") if isinstance(test.get("versions"), dict) else {}
@@ -147,3 +144,59 @@ def read_object(path: Path, *, strict: bool = True) -> dict[str, Any]:
             raise BadInput(f"{path}: expected a JSON object, got {type(data).__name__}")
         return {}
     return data
+
+
+# --- the words of results.json, as every reader shows them -------------------------------------
+
+
+def verdict_word(valid: Any) -> str:
+    """valid / invalid / unknown, from results.json's `valid` (anything else: unknown)."""
+    if valid is True:
+        return "valid"
+    if valid is False:
+        return "invalid"
+    return "unknown"
+
+
+def partition_name(topic: str, partition: int) -> str:
+    return f"{topic}-{partition}"
+
+
+def op_indices(ops: Any) -> list[int]:
+    """History indices in an anomaly's `ops`: ints, nested in lists, or in dicts
+    under index / invoke_index / complete_index; in order, without repeats."""
+    found: list[int] = []
+    stack = [ops]
+    while stack:
+        item = stack.pop()
+        if type(item) is int and item >= 0:
+            found.append(item)
+        elif isinstance(item, (list, tuple)):
+            stack.extend(reversed(item))
+        elif isinstance(item, dict):
+            stack.extend(item.get(k) for k in ("complete_index", "invoke_index", "index"))
+    return list(dict.fromkeys(found))
+
+
+def one_line(example: dict[str, Any], limit: int = 110) -> str:
+    """An anomaly example in one line: where, then its details in short."""
+    where = ""
+    if "topic" in example and "partition" in example:
+        where = f"{partition_name(example['topic'], example['partition'])} "
+    if isinstance(example.get("explanation"), str):
+        text = where + example["explanation"]
+    else:
+        details = {k: v for k, v in example.items()
+                   if k not in ("type", "topic", "partition", "history", "counterexample")}
+        text = where + orjson.dumps(details, default=jsonable,
+                                    option=orjson.OPT_NON_STR_KEYS).decode()
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def jsonable(value: Any) -> Any:
+    """What orjson cannot write by itself, as JSON: sets sorted, bytes decoded, the rest as text."""
+    if isinstance(value, (set, frozenset)):
+        return sorted(value, key=str)
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return str(value)

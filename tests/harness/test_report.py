@@ -480,7 +480,7 @@ def test_fencepost_report_writes_the_report_of_a_checked_run_and_refuses_a_missi
 
 def test_every_kind_of_anomaly_example_names_something_to_trace():
     from harness.report.inputs import example_targets
-    from harness.trace import Target
+    from harness.report.trace import Target
 
     fp = {"topic": "fp", "partition": 0}
     assert example_targets({**fp, "value": "a", "offset": 5}) == [Target("a"), Target(None, "fp", 0, 5)]

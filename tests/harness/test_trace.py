@@ -1,4 +1,4 @@
-"""`fencepost trace` (harness/trace.py, harness/report/trace_page.py): a value or an
+"""`fencepost trace` (harness/report/trace.py, harness/report/trace_page.py): a value or an
 offset followed through a small run directory written line by line, so every event
 and every final record is known; the terminal output, the page, and bad input."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 
 from harness.errors import BadInput
 from harness.report.trace_page import render_trace, write_trace_page
-from harness.trace import Target, parse_offset, trace_run
+from harness.report.trace import Target, parse_offset, trace_run
 from tests.support.paths import ROOT
 from tests.support.synth.run import write_run
 

@@ -32,7 +32,7 @@ def run_one(planned, where):
     run_dir = where / "run" / f"2026112{planned.number}T100000Z-abcde{planned.number}"
     shutil.copytree(EXAMPLES / SOURCE[planned.spec.truncation][planned.spec.seed - 1], run_dir)
     from harness.check.checking import check_run
-    from harness.check.verdict import verdict_word
+    from harness.rundir.record import verdict_word
     check = check_run(run_dir, out=None, jobs=1)
     (run_dir / "report.html").write_text("<html>the run's report</html>")
     return {"verdict": verdict_word(check.valid), "exit_code": check.exit_code,
