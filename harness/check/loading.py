@@ -41,12 +41,13 @@ from typing import Any, Callable, Iterable, Iterator
 
 from checkers.partition import CheckOptions, PartitionHistory, Poll, Reset, Send
 from harness.check import native_load
-from harness.errors import BadInput, Problems
+from harness.errors import Problems
 from harness.rundir.final_log import NO_FINAL_READ, FinalLog, FinalState, read_final
 from harness.processes.forked import Forked, can_fork
 from harness.rundir.history import HistoryCounts, HistoryReader, Operation
 from harness.check.loading_groups import commits_of, resumes_of
-from harness.rundir.names import FINAL_FILE, HISTORY_FILE, RUN_DIR_HELP, TEST_FILE
+from harness.rundir.find import history_of
+from harness.rundir.names import FINAL_FILE, TEST_FILE
 from harness.rundir.test_file import checker_section, read_test
 
 RESET_FS = frozenset(("assign", "subscribe", "crash"))
@@ -132,11 +133,7 @@ def load_run(run_dir: Path | str, *, parallel: bool = False, lazy: bool = False)
     unusable; problems inside the history and final logs are collected instead.
     """
     run_dir = Path(run_dir)
-    if not run_dir.is_dir():
-        raise BadInput(f"{run_dir} is not a directory: {RUN_DIR_HELP}")
-    history_path = run_dir / HISTORY_FILE
-    if not history_path.is_file():
-        raise BadInput(f"{run_dir} is not a run directory (it has no {HISTORY_FILE}): {RUN_DIR_HELP}")
+    history_path = history_of(run_dir)
     test = read_test(run_dir / TEST_FILE)
     checker = checker_section(test, run_dir / TEST_FILE)
     options, invalid = checker.options, checker.invalid

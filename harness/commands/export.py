@@ -25,13 +25,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from harness.edn import export_edn
-    from harness.rundir.names import HISTORY_FILE, RUN_DIR_HELP
+    from harness.rundir.find import history_of
 
     if not args.edn:
         raise BadInput("choose an export format: --edn (the only one so far)")
-    if not (args.run_dir / HISTORY_FILE).is_file():
-        raise BadInput(f"{args.run_dir} is not a run directory (it has no {HISTORY_FILE}): "
-                       f"{RUN_DIR_HELP}")
+    history_of(args.run_dir)
     if args.out is not None and not args.out.parent.is_dir():
         raise BadInput(f"--out {args.out}: the folder {args.out.parent} does not exist")
     result = export_edn(args.run_dir, args.out)

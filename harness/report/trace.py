@@ -29,7 +29,8 @@ from checkers.partition import ReplicaState
 from harness.errors import BadInput, Problems
 from harness.rundir.final_log import iter_final
 from harness.rundir.history import NEMESIS, Op, iter_history
-from harness.rundir.names import FINAL_FILE, HISTORY_FILE, RUN_DIR_HELP
+from harness.rundir.find import history_of
+from harness.rundir.names import FINAL_FILE
 from harness.report.bands import NemesisOp, pair_actions
 
 AROUND_S = 10.0
@@ -308,11 +309,7 @@ def trace_run(run_dir: Path | str, target: Target, around_s: float = AROUND_S) -
     """The trace of one target in a run directory. BadInput when it is not a run
     directory, or nothing in it touched the target."""
     run_dir = Path(run_dir)
-    if not run_dir.is_dir():
-        raise BadInput(f"{run_dir} is not a directory: {RUN_DIR_HELP}")
-    history = run_dir / HISTORY_FILE
-    if not history.is_file():
-        raise BadInput(f"{run_dir} is not a run directory (it has no {HISTORY_FILE}): {RUN_DIR_HELP}")
+    history = history_of(run_dir)
     collector = TraceCollector([target], around_s)
     problems = Problems(max_kept=5)
     for op in iter_history(history, problems):

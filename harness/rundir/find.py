@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from harness.rundir.names import CAMPAIGN_FILE, HISTORY_FILE, NOT_RUNS, RUN_MARKERS
+from harness.errors import BadInput
+from harness.rundir.names import CAMPAIGN_FILE, HISTORY_FILE, NOT_RUNS, RUN_DIR_HELP, RUN_MARKERS
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +25,19 @@ class Found:
 
 def is_run_dir(path: Path) -> bool:
     return any((path / marker).is_file() for marker in RUN_MARKERS)
+
+
+def history_of(run_dir: Path | str) -> Path:
+    """The history.jsonl of run directory `run_dir`; BadInput, saying what a run directory is,
+    when `run_dir` is no folder or holds none (what `fencepost check`, `trace`, `report` and
+    `export` need)."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise BadInput(f"{run_dir} is not a directory: {RUN_DIR_HELP}")
+    history = run_dir / HISTORY_FILE
+    if not history.is_file():
+        raise BadInput(f"{run_dir} is not a run directory (it has no {HISTORY_FILE}): {RUN_DIR_HELP}")
+    return history
 
 
 def has_history(path: Path) -> bool:
