@@ -16,7 +16,7 @@ INT_NONMONOTONIC_POLL = "int-nonmonotonic-poll"
 REPLICA_DIVERGENCE = "replica-divergence"
 NONLINEARIZABLE = "nonlinearizable"
 UNSEEN = "unseen"
-# Extensions of §3.4: what the log model also rules out (see docs/CHECKERS.md).
+# Extensions: what the log model also rules out (docs/CHECKERS.md).
 ABORTED_READ = "aborted-read"  # a failed send's value was read (Jepsen's G1a)
 PHANTOM_READ = "phantom-read"  # a value no send ever wrote was read
 FUTURE_READ = "future-read"  # a poll saw an offset before the send that got it began

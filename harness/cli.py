@@ -96,7 +96,7 @@ def _main(argv: Sequence[str] | None) -> int:
     except KeyboardInterrupt:
         print("fencepost: interrupted", file=sys.stderr)
         return 130
-    except Exception as e:  # the catch-all of §3.5: the harness itself failed
+    except Exception as e:  # the catch-all (docs/FORMATS.md, exit codes): the harness itself failed
         print(f"fencepost crashed: {type(e).__name__}: {e}", file=sys.stderr)
         traceback.print_exc(file=sys.stderr)
         return EXIT_CRASH

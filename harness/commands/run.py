@@ -2,7 +2,7 @@
 faults, heal, read everything back, check, report (docs/RUN.md). With no arguments:
 the own system, 3 brokers + controller, netns when root (otherwise the process backend
 with kill and pause only), nemesis kill,pause,partition, 60 s at 500 ops/s.
-Exit codes per §3.5: 0 valid, 1 invalid, 2 unknown, 254 bad spec, 255 crashed.
+Exit codes (docs/FORMATS.md): 0 valid, 1 invalid, 2 unknown, 254 bad spec, 255 crashed.
 """
 from __future__ import annotations
 

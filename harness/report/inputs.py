@@ -1,5 +1,5 @@
 """What the report reads besides the history, tolerantly: test.json (any subset of
-the spec's fields, or an older shape), results.json (§3.4, possibly missing: the
+the spec's fields, or an older shape), results.json (docs/FORMATS.md, results.json, possibly missing: the
 run was not checked), and the files of the run directory to link to.
 
 Nothing here raises for a missing or malformed file: the report says what it

@@ -55,7 +55,7 @@ class RunOutcome:
 
     @property
     def exit_code(self) -> int:
-        """§3.5; a harness part that crashed (the nemesis) makes it 255 whatever the verdict of
+        """docs/FORMATS.md, exit codes; a harness part that crashed (the nemesis) makes it 255 whatever the verdict of
         the history: the run did not do what was asked."""
         if self.failures:
             return EXIT_CRASH

@@ -272,7 +272,7 @@ class Recorder:
     def complete(self, handle: InvokeHandle, type: OpType, value: Any = None,
                  error: str | None = None) -> dict[str, Any]:
         """Record the outcome of `handle`. Without a value, the invoke's value is
-        repeated (what §3.2 asks for a failed or unknown send)."""
+        repeated (what docs/FORMATS.md asks of a failed or unknown send in history.jsonl)."""
         if type not in ("ok", "fail", "info"):
             raise ValueError(f"completion type must be ok, fail or info, not {type!r}")
         with self._lock:

@@ -1,4 +1,4 @@
-"""dump-log: final.jsonl lines (DESIGN §3.3) from our data dirs and stock-Kafka-shaped ones,
+"""dump-log: final.jsonl lines (docs/FORMATS.md, final.jsonl) from our data dirs and stock-Kafka-shaped ones,
 every codec, legacy formats, torn tails, internal topics, read-only."""
 from __future__ import annotations
 

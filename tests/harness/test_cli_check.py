@@ -1,5 +1,5 @@
 """`fencepost check` end to end on tiny runs: exit codes (docs/FORMATS.md, exit codes),
-results.json per its contract (§3.4), and the plumbing of unknown verdicts."""
+results.json per its contract (docs/FORMATS.md, results.json), and the plumbing of unknown verdicts."""
 from __future__ import annotations
 
 import subprocess

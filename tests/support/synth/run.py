@@ -105,7 +105,7 @@ class SynthRun:
 
 
 def final_lines(topic: str, finals: dict[int, PartitionFinal]) -> Iterator[dict[str, Any]]:
-    """final.jsonl lines (§3.3): per partition the read, its read-state, then each
+    """final.jsonl lines (docs/FORMATS.md, final.jsonl): per partition the read, its read-state, then each
     replica's records and its replica-state."""
     for partition in sorted(finals):
         pf = finals[partition]

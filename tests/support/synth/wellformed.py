@@ -1,7 +1,7 @@
 """Independent checks of synthetic runs, written without the project's checkers
 so that tests of the generator and planters do not lean on the code they test.
 
-`history_problems`: the history is well formed (§3.2): index = line number,
+`history_problems`: the history is well formed (docs/FORMATS.md, history.jsonl): index = line number,
 time non-decreasing, at most one op in flight per process, completions match
 their invoke. `validity_problems`: the run is valid in the generator's sense: acked
 records sit in the final read at their offsets, reads show only what was written
