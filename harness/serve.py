@@ -63,11 +63,6 @@ class RunEntry:
     anomaly_counts: dict[str, int] = field(default_factory=dict)
 
 
-def run_entries(results: Path) -> list[RunEntry]:
-    """The run directories under `results`, however deep, newest first."""
-    return find_all(results)[0]
-
-
 def find_all(results: Path) -> tuple[list[RunEntry], list[CampaignInfo]]:
     """(runs, campaigns) under `results`, newest first (harness/index/tree.py)."""
     runs, campaigns = scan(results)

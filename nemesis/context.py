@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from clusters import Cluster
-from clusters import ClusterConfigError, HostError
+from clusters import ClusterConfigError
 from clusters import PartitionView
 from nemesis.recording import NemesisRecorder
 
@@ -61,16 +61,8 @@ class NemesisContext:
 
     @property
     def leader_wait(self) -> float:
-        """How long `leader_if_any` waits."""
+        """How long a role target waits for its node (nemesis/roles.py): about an election."""
         return min(LEADER_TARGET_WAIT_S, self.timeout)
-
-    def leader_if_any(self, partition: int) -> str | None:
-        """The partition's leader, waited for at most `leader_wait`; None when it has none by
-        then."""
-        try:
-            return self.await_leader(partition, timeout=self.leader_wait).leader
-        except HostError:
-            return None
 
     def await_leader(self, partition: int, not_in: tuple[str, ...] = (),
                      timeout: float | None = None) -> PartitionView:

@@ -87,9 +87,6 @@ class OffsetStore:
     def fetch(self, group: str) -> dict[tuple[str, int], CommittedOffset]:
         return dict(self._offsets.get(group, {}))
 
-    def has_offsets(self, group: str) -> bool:
-        return bool(self._offsets.get(group))
-
     def delete_topic(self, topic: str) -> None:
         changed = False
         for offsets in self._offsets.values():

@@ -23,10 +23,6 @@ class Found:
     campaign: bool  # a campaign directory; else a run directory
 
 
-def is_run_dir(path: Path) -> bool:
-    return any((path / marker).is_file() for marker in RUN_MARKERS)
-
-
 def history_of(run_dir: Path | str) -> Path:
     """The history.jsonl of run directory `run_dir`; BadInput, saying what a run directory is,
     when `run_dir` is no folder or holds none (what `fencepost check`, `trace`, `report` and

@@ -22,7 +22,7 @@ import orjson
 import pytest
 
 from harness.errors import BadInput
-from harness.serve import make_server, run_entries
+from harness.serve import find_all, make_server
 from tests.support.cli import FENCEPOST
 from tests.support.paths import ROOT
 
@@ -107,7 +107,7 @@ def test_runs_are_listed_newest_first_each_with_its_verdict(results, server, mon
     assert 'href="/kill-test/20261121T093000%2B0100-eeeeee/report.html"' in page
     assert "2026-11-21 12:00:00 UTC" in page and "2026-11-21 09:30:00 +01:00" in page
     assert "lost-write 2" in page and "1,234" in page and "not checked" in page
-    assert [run.checked for run in run_entries(results)] == [True, False, True, True, True, True]
+    assert [run.checked for run in find_all(results)[0]] == [True, False, True, True, True, True]
 
 
 def test_files_and_folders_under_the_results_folder_are_served(results, server):

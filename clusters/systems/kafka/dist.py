@@ -59,10 +59,6 @@ def cache_root() -> Path:
     return Path(base) / "fencepost" / "kafka"
 
 
-def check_version(version: str) -> str:
-    return Release.parse(version).text
-
-
 def resolve(version: str | None, kafka_home: str | None = None, cache: Path | None = None,
             say=lambda line: print(line, file=sys.stderr, flush=True)) -> KafkaDistribution:
     """The distribution for `version`: from `kafka_home` when given, else the Maven cache."""

@@ -149,10 +149,6 @@ class ZooKeeperReader:
                                                    "replicas": list(replicas)}]}
         return self.create(REASSIGN_PATH, json.dumps(document).encode())
 
-    def reassigning(self) -> bool:
-        """Whether a reassignment is in progress (/admin/reassign_partitions exists)."""
-        return self.get(REASSIGN_PATH) is not None
-
     # -- the wire ----------------------------------------------------------------------------
 
     def _request(self, kind: int, body: bytes) -> bytes | None:
