@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from clusters.errors import ClusterConfigError, HostError, NotRejoining
 from clusters.hosts import (
-    BACKENDS, backend_option_names, check_backend_options, default_backend, default_subnet, netns_unavailable,
-    required_tools,
+    BACKENDS, backend_option_names, check_backend_options, default_backend, default_subnet,
+    kernel_shaping_unavailable, netns_unavailable, required_tools,
 )
 from clusters.modes import FLUSH_MODES, RELEASE_PROTOCOL, TRUNCATION_MODES, TRUNCATIONS
 from clusters.systems import check_system, check_system_options, default_truncation, is_kafka
@@ -48,5 +48,5 @@ def __getattr__(name: str):
 __all__ = ["BACKENDS", "ClusterConfigError", "FLUSH_MODES", "HostError", "NotRejoining", "RELEASE_PROTOCOL",
            "TRUNCATIONS", "TRUNCATION_MODES", "backend_option_names", "check_backend_options", "check_system",
            "check_system_options", "default_backend", "default_subnet", "default_truncation", "is_kafka",
-           "netns_unavailable",
+           "kernel_shaping_unavailable", "netns_unavailable",
            "required_tools", *_LAZY]

@@ -34,7 +34,7 @@ class Finding:
 
 def examine() -> list[Finding]:
     """Every finding, in the order `fencepost doctor` prints them."""
-    checks: list[Callable[[], list[Finding]]] = [_root, _netns, _docker, _fuse, _java_and_maven,
+    checks: list[Callable[[], list[Finding]]] = [_root, _netns, _netem, _docker, _fuse, _java_and_maven,
                                                  _chromium, _c_reader]
     return [finding for check in checks for finding in check()]
 
@@ -59,6 +59,24 @@ def _netns() -> list[Finding]:
                          "" if reason is None else "fix the lines above; meanwhile --backend process "
                                                    "runs kill and pause without partitions"))
     return found
+
+
+def _netem() -> list[Finding]:
+    """The kernel's netem qdisc, probed as a run naming the netem fault probes it (only as root,
+    where the netns backend runs)."""
+    from clusters import kernel_shaping_unavailable
+
+    if os.geteuid() != 0:
+        return []
+    needed = "the netem fault (delay, loss, duplication, reordering)"
+    missing = [tool for tool in ("unshare", "tc") if shutil.which(tool) is None]
+    if missing:
+        return [Finding("netem", False, f"cannot tell: {' and '.join(missing)} not on PATH", needed,
+                        f"apt-get install util-linux iproute2, or {PROVISION}")]
+    reason = kernel_shaping_unavailable("netns")
+    return [Finding("netem", reason is None, reason or "this kernel's netem qdisc shapes packets", needed,
+                    "" if reason is None else "run on a kernel with CONFIG_NET_SCH_NETEM (most distributions "
+                                              "load sch_netem on demand); every other fault runs without it")]
 
 
 def _docker() -> list[Finding]:

@@ -59,6 +59,16 @@ def required_tools(name: str) -> dict[str, str]:
     return dict(getattr(backend_module(name), "REQUIRED_TOOLS", {}))
 
 
+def kernel_shaping_unavailable(name: str) -> str | None:
+    """Why backend `name` cannot shape packets (the netem fault) on this machine's kernel, known
+    before any cluster exists; None when it can or when only a node can tell (the backends
+    whose nodes run on this kernel ask it: `KERNEL_SHAPING`)."""
+    if not getattr(backend_module(name), "KERNEL_SHAPING", False):
+        return None
+    from clusters.hosts.tc import kernel_netem_unavailable
+    return kernel_netem_unavailable()
+
+
 def default_backend() -> str:
     """netns where it can work (Linux, root, `ip` and `iptables` on PATH: partitions possible), else process."""
     return "process" if netns_unavailable() else "netns"

@@ -5,6 +5,11 @@ reorders the packets the node sends (its peers' and the clients' packets to it a
 root qdisc of anyone else stays)."""
 from __future__ import annotations
 
+import os
+import shlex
+import shutil
+import subprocess
+
 from typing import Sequence
 
 INTERFACE = "eth0"  # a netns node's and a docker container's interface on the cluster network
@@ -22,6 +27,7 @@ def unshape(interface: str = INTERFACE) -> list[str]:
     return ["tc", "qdisc", "del", "dev", interface, "root"]
 
 
+PROBE_TIMEOUT_S = 10.0
 PROBE_INTERFACE = "lo"  # probed on the node's own loopback: nothing of the cluster's traffic
 
 
@@ -37,6 +43,22 @@ def missing_netem(stderr: str) -> str:
     return (f"this machine's kernel has no netem qdisc ({detail}: CONFIG_NET_SCH_NETEM is not set, or the "
             "sch_netem module cannot be loaded), so the netem fault cannot shape packets here; run it on a "
             "kernel with netem (most distributions load sch_netem on demand)")
+
+
+def kernel_netem_unavailable() -> str | None:
+    """Why this machine's kernel cannot make netem qdiscs, probed once in a network namespace of
+    the probe's own (`unshare --net`: it vanishes with the probe, nothing of this machine's
+    traffic is touched); None when it can, and None when the probe cannot run here (not root,
+    no unshare or tc): a node's own probe then finds out when the fault starts."""
+    if os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("tc"):
+        return None
+    script = " && ".join(["ip link set lo up", *(shlex.join(command) for command in probe())])
+    try:
+        done = subprocess.run(["unshare", "--net", "sh", "-c", script], capture_output=True, text=True,
+                              timeout=PROBE_TIMEOUT_S)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return None if done.returncode == 0 else missing_netem(done.stderr or done.stdout)
 
 
 def has_netem(shown: str) -> bool:

@@ -353,10 +353,15 @@ def _check_nemesis(spec: TestSpec) -> None:
     if not spec.faults and n.schedule != "scripted":
         return
     try:
-        make_schedule(n.schedule, spec.faults, n.interval, list(n.script) or None)
+        schedule = make_schedule(n.schedule, spec.faults, n.interval, list(n.script) or None)
     except ClusterConfigError as e:
         key = "nemesis.script" if n.schedule == "scripted" else "nemesis.faults"
         raise BadInput(f"{key}: {e}") from None
+    if any(fault.kind.shapes_traffic for fault in schedule.faults):
+        from clusters import kernel_shaping_unavailable
+        why = kernel_shaping_unavailable(spec.backend)
+        if why:
+            raise BadInput(f"nemesis.faults: netem on the {spec.backend} backend: {why}; leave netem out here")
 
 
 def cluster_options(spec: TestSpec) -> dict[str, Any]:

@@ -98,6 +98,25 @@ def test_stopping_a_client_partition_leaves_a_broker_partition_in_place(healthy)
     assert healthy.cuts == {}
 
 
+def test_a_run_naming_netem_is_refused_up_front_exactly_where_the_kernel_lacks_it(healthy):
+    """The kernel is probed before any cluster exists (a namespace of the probe's own), with the
+    answer a node gives; a spec naming netem on this kernel then exits 254 before anything
+    starts (a campaign with netem cells is refused whole), and one without netem is accepted."""
+    from clusters import kernel_shaping_unavailable
+    from harness.errors import BadInput
+    from harness.run.spec import build_spec
+
+    before = kernel_shaping_unavailable("netns")
+    assert (before is None) == (healthy.shaping_unavailable() is None)
+    assert kernel_shaping_unavailable("process") is None  # no netem there at all: the fault is refused apart
+    if before is None:
+        assert build_spec({"nemesis": {"faults": "kill,netem"}}, {"backend": "netns"}).faults == "kill,netem"
+    else:
+        with pytest.raises(BadInput, match="nemesis.faults: netem on the netns backend: .*no netem qdisc"):
+            build_spec({"nemesis": {"faults": "kill,netem"}}, {"backend": "netns"})
+    assert build_spec({"nemesis": {"faults": "kill,client-partition"}}, {"backend": "netns"}).faults
+
+
 def fault_context(cluster: Cluster, recorder: MemoryRecorder):
     from nemesis.context import NemesisContext
     return NemesisContext(cluster, recorder)

@@ -46,6 +46,7 @@ from clusters.hosts.docker.node import (create_network, exec_in, holder_containe
 
 BACKEND = "docker"
 OPTIONS = ("image", "python", "subnet")
+KERNEL_SHAPING = True  # containers shape packets with this machine's kernel
 API_TIMEOUT_S = 900  # a docker API call (a command run included) is cut off after this
 NODE_NAME = re.compile(r"[a-zA-Z0-9]([a-zA-Z0-9-]{0,62})")  # a hostname label: no "_" (see docker_node)
 CLUSTER_NAME = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_.-]{0,99}")

@@ -30,6 +30,7 @@ BACKEND = "netns"
 OPTIONS = ("subnet",)
 REQUIRED_TOOLS = {"ip": "iproute2", "iptables": "iptables"}
 DEFAULT_SUBNET = network.DEFAULT_SUBNET
+KERNEL_SHAPING = True  # the nodes shape packets with this machine's kernel
 KILL_WAIT_S = 10.0
 EXEC_WAIT_S = 10.0
 
