@@ -17,7 +17,7 @@ Outcome = Literal["ok", "fail", "info"]
 
 
 # Send and Poll are msgspec Structs, not dataclasses: a large run loads a million of
-# them and each check worker copies its partition's (harness/loading.fresh_copy), and a
+# them and each check worker copies its partition's (harness/check/loading.fresh_copy), and a
 # Struct is built in C and carries no garbage-collector header (they hold no cycles):
 # loading history.jsonl took 25% less time, the copy 30% less.
 class Send(msgspec.Struct, gc=False):

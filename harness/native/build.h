@@ -3,7 +3,7 @@
  * states. Each distinct value string and (offset, value) record is made once,
  * and the history's records are the final read's objects where they are
  * equal; objects are made partition by partition, so one partition's lie
- * together in memory (what harness/loading.fresh_copy makes by copying). */
+ * together in memory (what harness/check/loading.fresh_copy makes by copying). */
 #ifndef FENCEPOST_BUILD_H
 #define FENCEPOST_BUILD_H
 
