@@ -9,8 +9,7 @@ import os
 import shlex
 import shutil
 import subprocess
-
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 INTERFACE = "eth0"  # a netns node's and a docker container's interface on the cluster network
 
@@ -35,6 +34,17 @@ def probe() -> list[list[str]]:
     """Commands that put a netem qdisc on the node's loopback and take it off again: the first
     fails where the kernel has no netem (CONFIG_NET_SCH_NETEM, module sch_netem)."""
     return [shape(["delay", "0ms"], PROBE_INTERFACE), unshape(PROBE_INTERFACE)]
+
+
+def probe_on(run: Callable[[list[str]], Any]) -> str:
+    """Run the probe with `run` (a node's command runner, not raising on failure): "" where netem
+    works, else why not (`missing_netem`)."""
+    add, remove = probe()
+    done = run(add)
+    if done.ok:
+        run(remove)
+        return ""
+    return missing_netem(done.stderr or done.stdout)
 
 
 def missing_netem(stderr: str) -> str:

@@ -214,11 +214,7 @@ class DockerHost(Host):
     def shaping_unavailable(self) -> str | None:
         """Probed once, on the node's loopback (`tc.probe`)."""
         if self._netem_missing is None:
-            add, remove = tc.probe()
-            done = self._iptables(add, check=False)
-            if done.ok:
-                self._iptables(remove, check=False)
-            self._netem_missing = "" if done.ok else tc.missing_netem(done.stderr or done.stdout)
+            self._netem_missing = tc.probe_on(lambda command: self._iptables(command, check=False))
         return self._netem_missing or None
 
     # -- faults on the whole container ----------------------------------------------------------

@@ -101,11 +101,7 @@ class NetnsHost(LocalHost):
     def shaping_unavailable(self) -> str | None:
         """Probed once, on the node's loopback (`tc.probe`)."""
         if self._netem_missing is None:
-            add, remove = tc.probe()
-            done = self.run(add, check=False)
-            if done.ok:
-                self.run(remove, check=False)
-            self._netem_missing = "" if done.ok else tc.missing_netem(done.stderr or done.stdout)
+            self._netem_missing = tc.probe_on(lambda command: self.run(command, check=False))
         return self._netem_missing or None
 
     def describe(self) -> dict[str, Any]:
