@@ -378,6 +378,14 @@ class Cluster:
         """A clean stop: SIGCONT + SIGTERM, SIGKILL after `timeout`."""
         self.hosts[node].terminate(self._live(node), timeout)
 
+    def begin_stop(self, node: str) -> Callable[[float], None]:
+        """`stop` in two halves, so a caller can act while the node shuts down: SIGCONT + SIGTERM
+        now; the call it returns, given a timeout, waits until the node's processes are gone
+        (SIGKILL after the timeout)."""
+        host, live = self.hosts[node], self._live(node)
+        host.ask_to_end(live)
+        return lambda timeout: host.await_end(live, timeout)
+
     def kill(self, node: str) -> None:
         """kill -9 every process of the node (a paused one too)."""
         if self.disks.kills_with_signals(node):

@@ -24,7 +24,9 @@ undone, recorded, also when a step failed).
   before Kafka 2.1 the leader may take a still-fetching Z back in at once); pause the other followers (where the controller is a broker: only L's
   successor, so that the controller is never paused) for `hold` seconds (writes L takes
   then reach Z, never the successor), stop L cleanly (controlled shutdown: leadership moves
-  to the paused successor), resume them; wait for the new leader L2; start L, wait until it is in the ISR;
+  to the paused successor) and resume them as soon as a leader other than L and Z is named
+  (at most HANDOVER_WAIT_S later; not when L has exited, which on Kafka takes longer than a
+  ZooKeeper session); wait for the new leader L2; start L, wait until it is in the ISR;
   stop L2 (leadership moves again), wait for a leader, start L2, wait until it is in the
   ISR; heal the cut and wait until Z is back in the ISR. Needs partitions and RF >= 3.
 
@@ -52,6 +54,7 @@ from nemesis.watermarks import await_above, high_watermark
 ACTION_ERRORS = (HostError, ClusterConfigError, OSError)
 SETTLE_S = 1.0
 ZOMBIE_HOLD_S = 1.0  # below the own system's session (3 s) and replica lag (5 s) timeouts
+HANDOVER_WAIT_S = 1.5  # held + this stays below a session (3 s): a held successor keeps its session
 TRAFFIC_RECORDS = 20  # acknowledged records a scenario that needs writes in flight waits for first
 TRAFFIC_WAIT_S = 10.0  # ... at most: a run's producers start within seconds; a one-shot has none
 
@@ -298,9 +301,7 @@ class Zombie(Scenario):
         self.await_fenced(ctx, zombie, view.leader_epoch)
         self.pause(ctx, held)
         time.sleep(self.hold)  # what the leader takes now reaches the zombie, never L's successor
-        self.stop_cleanly(ctx, leader)
-        self.resume(ctx, held)
-        second = self.await_leader(ctx, (leader, zombie)).leader
+        second = self.stop_handing_over(ctx, leader, zombie, held)
         self.start_node(ctx, leader)
         self.await_isr(ctx, leader)
         self.stop_cleanly(ctx, second)
@@ -310,6 +311,30 @@ class Zombie(Scenario):
         done.update(leaders=[leader, second, third.leader], leader_epoch_after=third.leader_epoch)
         self.heal_cut(ctx)
         self.await_isr(ctx, zombie)
+
+    def stop_handing_over(self, ctx: NemesisContext, leader: str, zombie: str, held: list[str]) -> str:
+        """Stop L cleanly and resume the held followers as soon as a leader other than L and Z is
+        named (L's controlled shutdown has moved its leadership), not when L's process has exited;
+        returns that leader. A Kafka broker takes 1-8 s to exit after its controlled shutdown: a
+        successor held that long lost its ZooKeeper session (3 s), the controller took it out, the
+        partition's ISR was the zombie alone and no leader could be elected until the cut healed.
+        The `stop` step spans the whole stop; the wait for the hand-over (at most HANDOVER_WAIT_S:
+        where no view names the successor while it is held, it is resumed then) and the resume are
+        recorded inside it."""
+        with self._step(ctx, "stop", {"nodes": [leader]}):
+            self.down.add(leader)
+            finish = ctx.cluster.begin_stop(leader)
+            try:
+                with self._step(ctx, "await-leader", {"partition": self.partition, "not_in": [leader, zombie]}) as op:
+                    try:
+                        view = ctx.await_leader(self.partition, (leader, zombie), timeout=HANDOVER_WAIT_S)
+                        op.value = {**op.value, **view_json(view)}
+                    except HostError as e:
+                        op.value = {**op.value, "not_yet": str(e)}
+            finally:
+                self.resume(ctx, held)
+            finish(ctx.timeout)
+        return self.await_leader(ctx, (leader, zombie)).leader
 
     def await_fenced(self, ctx: NemesisContext, zombie: str, epoch: int) -> PartitionView:
         """Until the controller has fenced Z: Z out of the ISR, or a new leader epoch (Kafka's

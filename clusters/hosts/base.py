@@ -171,9 +171,17 @@ class Host(ABC):
 
     def terminate(self, handles: Sequence[ProcessHandle], timeout: float = 20.0) -> None:
         """SIGTERM (continuing paused ones first), then SIGKILL what outlives `timeout`."""
+        self.ask_to_end(handles)
+        self.await_end(handles, timeout)
+
+    def ask_to_end(self, handles: Sequence[ProcessHandle]) -> None:
+        """The first half of `terminate`: SIGTERM (continuing paused ones first); returns at once."""
         for h in handles:
             self.signal(h, signal.SIGCONT)
             self.signal(h, signal.SIGTERM)
+
+    def await_end(self, handles: Sequence[ProcessHandle], timeout: float = 20.0) -> None:
+        """The second half of `terminate`: until they are gone; SIGKILL what outlives `timeout`."""
         try:
             self.wait_for_state(handles, {"gone"}, timeout)
         except HostError:

@@ -247,10 +247,10 @@ class DockerHost(Host):
         self._docker(container.start, "start")
         self.wait_for_state(handles, {"gone"})
 
-    def terminate(self, handles: Sequence[ProcessHandle], timeout: float = 20.0) -> None:
-        """Unpause the node first (signals cannot end frozen processes), then SIGTERM/SIGKILL."""
+    def ask_to_end(self, handles: Sequence[ProcessHandle]) -> None:
+        """Unpause the node first (signals cannot end frozen processes), then SIGTERM."""
         self.resume([])
-        super().terminate(handles, timeout)
+        super().ask_to_end(handles)
 
     def _docker(self, action, what: str) -> None:
         try:
