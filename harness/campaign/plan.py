@@ -20,7 +20,7 @@ verdict = "invalid"
 `baseline = "own:kip320"` (optional, top level) names the configuration the report tests
 every row of a fault group against (Fisher's exact test, as `fencepost compare --baseline`).
 
-Matrix and case keys are run settings (dotted for sections, e.g. `"nemesis.faults"`); each
+Matrix, case and base keys are run settings (dotted for sections, e.g. `"nemesis.faults"`); each
 run's spec is `build_spec(base, {key: value, ...})`, so a bad combination is refused
 before anything starts. A run's id names its folder and is stable across `--resume`:
 its position and its matrix values.
@@ -133,13 +133,16 @@ def load_campaign(path: Path) -> Campaign:
 def plan_runs(path: Path, base: Mapping[str, Any], matrix: Mapping[str, list[Any]],
               cases: list[Mapping[str, Any]] = ({},)) -> list[PlannedRun]:
     keys = list(matrix)
+    # A dotted key in [base] ("clients.producer") means what it means in a case or the matrix.
+    dotted = {k: v for k, v in base.items() if "." in k}
+    base = {k: v for k, v in base.items() if k not in dotted}
     combinations = [{**case, **dict(zip(keys, values))}
                     for case in cases for values in itertools.product(*(matrix[k] for k in keys))]
     runs = []
     for number, settings in enumerate(combinations, start=1):
         run_id = f"{number:04d}" + "".join(f"_{_slug(k)}={_slug(v)}" for k, v in settings.items())
         try:
-            spec = build_spec(base, {**settings, "name": "run"})
+            spec = build_spec(base, {**dotted, **settings, "name": "run"})
         except BadInput as e:
             raise BadInput(f"{path}: run {run_id}: {e}") from None
         runs.append(PlannedRun(run_id[:120], settings, spec, number=number))

@@ -46,6 +46,27 @@ seed = [1, 2, 3]
     assert len({r.run_id for r in campaign.runs}) == 12
 
 
+def test_base_takes_dotted_keys_as_cases_do_and_a_case_overrides_them(tmp_path):
+    campaign = load_campaign(write(tmp_path, """
+name = "t"
+[base]
+"clients.producer" = "per-process"
+"nemesis.faults" = "kill"
+[matrix]
+seed = [1]
+[[cases]]
+truncation = "hw"
+[[cases]]
+"nemesis.faults" = "pause"
+"""))
+    first, second = campaign.runs
+    assert (first.spec.clients.producer, first.spec.nemesis.faults) == ("per-process", "kill")
+    assert (second.spec.clients.producer, second.spec.nemesis.faults) == ("per-process", "pause")
+    assert first.run_id == "0001_truncation=hw_seed=1"  # base settings do not lengthen the ids
+    with pytest.raises(BadInput, match="clients.producr"):
+        load_campaign(write(tmp_path, 'name = "t"\n[base]\n"clients.producr" = "shared"\n'))
+
+
 def test_the_shipped_campaigns_plan_what_their_comments_say():
     truncation = load_campaign(REPO / "campaigns" / "truncation.toml")
     assert len(truncation.runs) == 80
