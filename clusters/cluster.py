@@ -517,6 +517,10 @@ class Cluster:
     def partition_view(self, topic: str, partition: int) -> PartitionView:
         return self.system.partition_view(self.hosts, topic, partition)
 
+    def registered_brokers(self) -> set[str] | None:
+        """The brokers the control plane now counts as alive; None where it cannot be told."""
+        return self.system.registered_brokers(self.hosts)
+
     def active_controller(self) -> str | None:
         """The node acting as controller now (None when it cannot be told at this moment)."""
         return self.system.active_controller(self.hosts)

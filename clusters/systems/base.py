@@ -110,6 +110,12 @@ class System(ABC):
         ZooKeeper mode); None where the control plane runs apart."""
         return None
 
+    def registered_brokers(self, hosts: HostSet) -> set[str] | None:
+        """The brokers the control plane now counts as alive (Kafka's ZooKeeper mode: those with a
+        session, /brokers/ids); None where it cannot be told. A broker can be in an ISR without
+        being alive: Kafka before 2.1 lets a leader take back a follower that still fetches."""
+        return None
+
     def brokers_are_voters(self) -> bool:
         """Whether every broker is also a member of the controller quorum (KRaft's combined mode): a
         cut between brokers then cuts the control plane too."""

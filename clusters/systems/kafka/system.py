@@ -334,6 +334,15 @@ class KafkaSystem(System):
                             "wait until the cluster has settled")
         return node_name(ids.pop())
 
+    def registered_brokers(self, hosts: HostSet) -> set[str] | None:
+        if not self.zookeeper_mode:
+            return None
+        try:
+            with self._zookeeper(hosts, ASK_TIMEOUT_S) as zk:
+                return {node_name(b) for b in zk.brokers()}
+        except HostError:
+            return None
+
     def brokers_are_voters(self) -> bool:
         return not self.zookeeper_mode and self.settings.controllers == 0
 
