@@ -237,6 +237,8 @@ def _typed(where: str, value: Any, annotation: Any, name: str) -> Any:
 def _defaults_filled(spec: TestSpec, faults_given: bool) -> TestSpec:
     notes = list(spec.notes)
     backend = spec.backend
+    if backend == "process" and not faults_given:  # the default faults partition, which it cannot
+        spec = replace(spec, nemesis=replace(spec.nemesis, faults="kill,pause"))
     if not backend:
         why_not_netns = netns_unavailable()
         backend = "process" if why_not_netns else "netns"
@@ -357,6 +359,13 @@ def _check_nemesis(spec: TestSpec) -> None:
     except ClusterConfigError as e:
         key = "nemesis.script" if n.schedule == "scripted" else "nemesis.faults"
         raise BadInput(f"{key}: {e}") from None
+    cutting = sorted({str(fault) for fault in schedule.faults if fault.kind.cuts_network})
+    if cutting and spec.backend == "process":
+        why = netns_unavailable()
+        raise BadInput(f"nemesis.faults: {', '.join(cutting)} cut the network, which the process backend cannot "
+                       f"(its nodes all share 127.0.0.1){f'; netns is not available here: {why}' if why else ''}; "
+                       "use --backend netns as root (scripts/provision installs ip and iptables) or --backend "
+                       "docker, or choose faults without partitions (kill, pause)")
     if any(fault.kind.shapes_traffic for fault in schedule.faults):
         from clusters import kernel_shaping_unavailable
         why = kernel_shaping_unavailable(spec.backend)

@@ -56,7 +56,7 @@ def recorded_run(tmp_path: Path) -> Path:
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     (run_dir / "history.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
-    spec = build_spec({}, {"backend": "process", "time_limit": 20, "nemesis.faults": "kill,pause", "seed": 7})
+    spec = build_spec({}, {"backend": "netns", "time_limit": 20, "nemesis.faults": "kill,pause", "seed": 7})
     (run_dir / "test.json").write_text(json.dumps({**spec.to_json(), "versions": {"fencepost": "x"},
                                                    "protocol": "kip320"}))
     return run_dir

@@ -66,6 +66,9 @@ def test_a_scripted_nemesis_keeps_its_steps():
     ({"backend": "netns", "backend_options": {"subnet": "bogus"}}, "subnet 'bogus' is not an IPv4 network"),
     ({"backend": "netns", "backend_options": {"subnet": "10.1.2.0/30"}}, "choose a larger subnet"),
     ({"backend": "netns", "backend_options": {"subnet": 10}}, "subnet = 10: give an IPv4 network"),
+    ({"backend": "process", "nemesis": {"faults": "kill,partition:one"}},
+     "partition:one cut the network, which the process backend cannot"),
+    ({"backend": "process", "nemesis": {"faults": "zombie"}}, "use --backend netns as root"),
 ])
 def test_every_bad_value_is_named(config, fragment):
     with pytest.raises(BadInput) as raised:
@@ -171,3 +174,17 @@ def test_fencepost_log_says_the_verdict_in_words():
     assert verdict_line(unknown) == "verdict: unknown; timings: none; problems: quiesce: timed out"
     assert verdict_line(RunOutcome(Path("r"), CheckOutcome(True, {}, 0), None)).startswith("verdict: valid;")
     assert "False" not in verdict_line(invalid) and "{" not in verdict_line(invalid)
+
+
+def test_the_netns_tools_in_sbin_but_off_path_are_named_with_the_fix(monkeypatch):
+    """A user's PATH kept through sudo (a CI workflow keeping its Python) lacks /usr/sbin on Debian:
+    the netns backend is not available then, and the reason says where the tools are."""
+    from clusters.hosts import netns
+    if os.geteuid() != 0 or not os.path.exists("/usr/sbin/iptables"):
+        pytest.skip("needs root and /usr/sbin/iptables")
+    monkeypatch.setenv("PATH", "/usr/local/bin:/usr/bin:/bin")
+    reason = netns.unavailable_reason()
+    assert reason is not None and "/usr/sbin" in reason and "add /usr/sbin to PATH" in reason, reason
+    with pytest.raises(BadInput) as raised:
+        build_spec({"nemesis": {"faults": "partition"}}, {})  # the default backend is process then
+    assert "add /usr/sbin to PATH" in str(raised.value) and "partition" in str(raised.value)

@@ -29,6 +29,7 @@ from clusters.hosts.netns.network import ClusterNetwork, NodeLink
 BACKEND = "netns"
 OPTIONS = ("subnet",)
 REQUIRED_TOOLS = {"ip": "iproute2", "iptables": "iptables"}
+SBIN_FOLDERS = ("/usr/local/sbin", "/usr/sbin", "/sbin")  # where root's own PATH finds them
 DEFAULT_SUBNET = network.DEFAULT_SUBNET
 KERNEL_SHAPING = True  # the nodes shape packets with this machine's kernel
 KILL_WAIT_S = 10.0
@@ -182,11 +183,19 @@ def unavailable_reason() -> str | None:
         return f"the netns backend needs Linux network namespaces; this is {sys.platform}"
     if os.geteuid() != 0:
         return "the netns backend needs root (it makes namespaces, links and iptables rules)"
-    missing = [f"`{tool}` (Debian package {package})" for tool, package in REQUIRED_TOOLS.items()
-               if shutil.which(tool) is None]
-    if missing:
-        return f"the netns backend needs {' and '.join(missing)}, not found on PATH"
-    return None
+    missing = [tool for tool in REQUIRED_TOOLS if shutil.which(tool) is None]
+    if not missing:
+        return None
+    # A user's PATH kept through sudo (`sudo env "PATH=$PATH" ...`) lacks the sbin folders on Debian.
+    elsewhere = {tool: found for tool in missing
+                 if (found := shutil.which(tool, path=os.pathsep.join(SBIN_FOLDERS))) is not None}
+    if len(elsewhere) == len(missing):
+        folders = sorted({os.path.dirname(found) for found in elsewhere.values()})
+        return (f"the netns backend needs {' and '.join(f'`{t}`' for t in missing)}, which "
+                f"{'is' if len(missing) == 1 else 'are'} in {' and '.join(folders)} but not on PATH (a user's PATH "
+                f"kept through sudo?): add {os.pathsep.join(folders)} to PATH")
+    return (f"the netns backend needs {' and '.join(f'`{t}` (Debian package {REQUIRED_TOOLS[t]})' for t in missing)}, "
+            "not found on PATH")
 
 
 def check_machine() -> None:
@@ -198,7 +207,9 @@ def check_machine() -> None:
         raise ClusterConfigError(f"{reason}: use --backend process or --backend docker")
     if os.geteuid() != 0:
         raise ClusterConfigError(f"{reason}: run as root, or use --backend process (no partitions)")
-    raise ClusterConfigError(f"{reason} ({os.environ.get('PATH', '')}): install it, e.g. with scripts/provision")
+    fix = "" if all(shutil.which(t, path=os.pathsep.join(SBIN_FOLDERS)) for t in REQUIRED_TOOLS) \
+        else ": install it, e.g. with scripts/provision"
+    raise ClusterConfigError(f"{reason} (PATH is {os.environ.get('PATH', '')}){fix}")
 
 
 def check_free(net: ClusterNetwork) -> None:
