@@ -1,9 +1,10 @@
 """Stock Kafka across its releases, for real: one run per era of the replication protocol, each
 judged by `fencepost check` on what it recorded, on the release's own protocol —
 0.10.2 (KAFKA-1211: lost writes under leader-bounce), 1.1 (KAFKA-6361: diverged replicas under
-fast-leader-change), 2.0 (KIP-279 fixed that: fast-leader-change stays valid) and 2.1 (KIP-320:
-the zombie scenario stays valid). Also: each release resolved once and never again, and what
-cannot run refused before anything starts (exit 254, with a message).
+fast-leader-change), 2.0 (KIP-279 fixed that: fast-leader-change stays valid; 2.0.0 lets a
+zombie keep stale records, KAFKA-6880) and 2.1 (KIP-320: the zombie scenario stays valid).
+Also: each release resolved once and never again, and what cannot run refused before anything
+starts (exit 254, with a message).
 
 The measured rates behind these claims (10 runs a cell, Fisher's exact test between releases)
 are campaigns/releases.toml's, in README.md and docs/KAFKA.md; here a bug must show in at most
@@ -68,6 +69,14 @@ def versions(run_dir: Path) -> dict:
 FOUR_BROKERS = ("--nodes", "4", "--concurrency", "50")
 
 
+def per_process_producers(tmp_path: Path) -> tuple[str, ...]:
+    """A producer per process: what the leader takes while its successor is held reaches it over
+    many connections, not the one a shared producer's sends queue on."""
+    config = tmp_path / "producers.toml"
+    config.write_text('[clients]\nproducer = "per-process"\n')
+    return ("--config", str(config), *FOUR_BROKERS)
+
+
 def one_record_per_batch(tmp_path: Path) -> tuple[str, ...]:
     """A producer per process (a send stalled on another partition B leads holds back only its own
     process's connection to B) sending one record per batch."""
@@ -107,6 +116,17 @@ def test_1_1_diverges_under_fast_leader_change(tmp_path):
 def test_2_0_truncates_by_epoch_and_stays_valid_under_fast_leader_change(tmp_path):
     run_dir = all_valid(tmp_path, "2.0.1", "fast-leader-change", *one_record_per_batch(tmp_path))
     assert '"f":"fast-leader-change"' in (run_dir / "history.jsonl").read_text()
+
+
+@pytest.mark.root
+def test_2_0_0_lets_a_zombie_keep_stale_records(tmp_path):
+    """KAFKA-6880 on the code that had it: the zombie, fenced by the controller yet still fetching
+    from L, keeps what L took while L's successor was held, at offsets later leaders fill anew."""
+    tmp_path.mkdir(exist_ok=True)
+    run_dir = first_run_with(tmp_path, "2.0.0", "zombie", "replica-divergence", *per_process_producers(tmp_path))
+    done = [orjson.loads(line) for line in (run_dir / "history.jsonl").read_bytes().splitlines()
+            if b'"f":"zombie"' in line and b'"type":"info"' in line]
+    assert done and "error" not in done[0] and len(done[0]["value"]["leaders"]) == 3, done[:1]
 
 
 @pytest.mark.root
