@@ -108,7 +108,7 @@ def check_rules(where: str, rules: Sequence[Rule], specs: Sequence[Mapping[str, 
     """Refuse a rule naming a setting no run has, or matching no planned run (a misspelt value)."""
     for rule in rules:
         for key in rule.match:
-            if specs and _setting(specs[0], key, missing=_MISSING) is _MISSING:
+            if specs and all(_setting(spec, key, missing=_MISSING) is _MISSING for spec in specs):
                 raise BadInput(f"{where}: [[expect]] rule {rule.expectation.rule}: {key!r} is not a run setting "
                                "(docs/RUN.md lists them; sections dotted, e.g. \"nemesis.faults\")")
         if specs and not any(rule.matches(spec) for spec in specs):

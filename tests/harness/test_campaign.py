@@ -95,6 +95,18 @@ def test_the_shipped_campaigns_plan_what_their_comments_say():
     assert cells == {(t, f, 10) for t in ("hw", "kip101") for f in ("kill,pause,partition", "leader-bounce")} | {
         ("kip101", "fast-leader-change", 10), ("kip101", "fast-leader-change", 3)}
     assert {r.spec.nemesis.interval for r in power.runs if r.spec.nemesis.faults == "kill,pause,partition"} == {3.0}
+    durability = load_campaign(REPO / "campaigns" / "durability.toml")
+    expected = {(r.spec.system, r.spec.nemesis.faults, r.spec.system_options.get("elr"),
+                 "broker_config" in r.spec.system_options): r.expected.verdicts for r in durability.runs}
+    assert len(durability.runs) == 180
+    assert expected[("kafka:4.4.0", "last-replica-standing", False, False)] == ("invalid",)
+    assert expected[("kafka:4.4.0", "last-replica-standing", None, False)] == ("valid",)  # ELR on from 4.1
+    assert expected[("kafka:4.0.1", "last-replica-standing", True, False)] == ("valid",)
+    assert expected[("kafka:4.0.1", "last-replica-standing", None, False)] == ("invalid",)
+    assert expected[("kafka:3.9.1", "power-cut:all", None, True)] == ("valid",)
+    assert expected[("kafka:3.9.1", "power-cut:all", None, False)] == ("valid", "invalid")
+    assert expected[("kafka:0.10.2.2", "kip101-divergence", None, False)] == ("invalid",)
+    assert expected[("kafka:0.11.0.3", "kip101-divergence", None, False)] == ("valid",)
     unclean = load_campaign(REPO / "campaigns" / "unclean.toml")
     assert len(unclean.runs) == 20 and {r.spec.truncation for r in unclean.runs} == {"kip101", "kip320"}
     assert {(r.spec.topic.min_insync_replicas, r.spec.topic.unclean_leader_election, r.spec.nemesis.faults,

@@ -57,6 +57,31 @@ def test_one_expect_table_is_one_rule_and_nested_settings_match_by_their_dotted_
     assert {r.expected.verdicts for r in campaign.runs} == {("invalid",)}
 
 
+def test_a_rule_may_name_a_setting_only_some_runs_have(tmp_path):
+    """A system option set in some cases only (as durability.toml's ELR cells)."""
+    campaign = load_campaign(write(tmp_path, """
+name = "t"
+[base]
+backend = "process"
+nemesis.faults = "kill"
+[matrix]
+seed = [1]
+[[cases]]
+"system_options.flush_interval_ms" = 100
+[[cases]]
+"system_options.session_timeout_ms" = 4000
+[[cases]]
+truncation = "hw"
+[[expect]]
+"system_options.session_timeout_ms" = 4000
+verdict = "invalid"
+[[expect]]
+"system_options.flush_interval_ms" = 100
+verdict = ["valid", "invalid"]
+"""))
+    assert [r.expected.verdicts for r in campaign.runs] == [("valid", "invalid"), ("invalid",), ("valid",)]
+
+
 @pytest.mark.parametrize("rule, message", [
     ('truncation = "hw"\nverdict = "broken"', "verdict = 'broken': choose valid, invalid, unknown"),
     ('truncation = "hw"\nverdict = []', "verdict = []: give a word or a list of words"),
