@@ -35,6 +35,21 @@ def test_kafka_markers_name_the_node_the_partition_and_whether_the_broker_halts(
     assert fatal_markers("kafka", "n1", ORDINARY) == []
 
 
+AWAITS_3_9 = ("[2026-11-26 11:41:10,801] INFO [ReplicaFetcher replicaId=1, leaderId=3, fetcherId=0] Partition fp-1 "
+              "has an older epoch (0) than the current leader. Will await the new LeaderAndIsr state before "
+              "resuming fetching. (kafka.server.ReplicaFetcherThread)")
+FAILED_FP_1 = FAILED_3_9.replace("fp-0", "fp-1")
+
+
+def test_a_partition_failed_while_awaiting_the_controller_is_no_marker_but_a_later_failure_is():
+    """3.9.1 under last-replica-standing: a fenced follower marks the partition failed until the next
+    LeaderAndIsr (it was back in the ISR within the second). Another partition's failure, or the same
+    partition failing again without that wait, still counts."""
+    assert fatal_markers("kafka:3.9.1", "n1", "\n".join([AWAITS_3_9, FAILED_FP_1])) == []
+    found = fatal_markers("kafka:3.9.1", "n1", "\n".join([AWAITS_3_9, FAILED_3_9, FAILED_FP_1, FAILED_FP_1]))
+    assert [m.partition for m in found] == ["fp-0", "fp-1"]  # fp-0 never waited; fp-1's second failure
+
+
 def test_old_partition_names_in_brackets_are_read_too():
     line = "FATAL [ReplicaFetcherThread-0-1], Exiting because log truncation is not allowed for partition [fp,2], x"
     assert fatal_markers("kafka", "n2", line)[0].partition == "fp-2"
