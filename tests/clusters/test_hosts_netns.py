@@ -236,6 +236,11 @@ def test_refuses_when_tools_are_missing(clusters, tmp_path: Path, monkeypatch):
     empty = tmp_path / "empty-path"
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
+    if shutil.which("iptables", path="/usr/sbin") and shutil.which("ip", path="/usr/sbin"):
+        # where root's own PATH has them, but this PATH lacks them (a user's PATH through sudo)
+        with pytest.raises(ClusterConfigError, match="`ip` and `iptables`, which are in /usr/sbin but not on PATH"):
+            clusters.make(subnet="10.77.251.0/24")
+    monkeypatch.setattr(netns, "SBIN_FOLDERS", ())  # nowhere at all
     with pytest.raises(ClusterConfigError, match="`ip` .*iproute2.* and `iptables`.*install"):
         clusters.make(subnet="10.77.251.0/24")
 
