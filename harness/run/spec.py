@@ -237,17 +237,15 @@ def _typed(where: str, value: Any, annotation: Any, name: str) -> Any:
 def _defaults_filled(spec: TestSpec, faults_given: bool) -> TestSpec:
     notes = list(spec.notes)
     backend = spec.backend
-    if backend == "process" and not faults_given:  # the default faults partition, which it cannot
-        spec = replace(spec, nemesis=replace(spec.nemesis, faults="kill,pause"))
     if not backend:
         why_not_netns = netns_unavailable()
         backend = "process" if why_not_netns else "netns"
         if backend == "process":
-            if not faults_given:
-                spec = replace(spec, nemesis=replace(spec.nemesis, faults="kill,pause"))
             notes.append(f"the process backend, which cannot partition the network, so the nemesis is "
                          f"{'kill and pause only' if not faults_given else 'refused if it partitions'} "
                          f"({why_not_netns}; for netns run scripts/provision as root)")
+    if backend == "process" and not faults_given:  # the default faults partition, which it cannot
+        spec = replace(spec, nemesis=replace(spec.nemesis, faults="kill,pause"))
     flush = spec.flush or ("lazy" if any(f in spec.faults for f in LAZY_FAULTS) else "os")
     if not spec.clients.producer:
         chosen = "per-process" if spec.concurrency <= PER_PROCESS_UP_TO else "shared"

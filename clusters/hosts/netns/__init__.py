@@ -186,9 +186,7 @@ def unavailable_reason() -> str | None:
     missing = [tool for tool in REQUIRED_TOOLS if shutil.which(tool) is None]
     if not missing:
         return None
-    # A user's PATH kept through sudo (`sudo env "PATH=$PATH" ...`) lacks the sbin folders on Debian.
-    elsewhere = {tool: found for tool in missing
-                 if (found := shutil.which(tool, path=os.pathsep.join(SBIN_FOLDERS))) is not None}
+    elsewhere = _in_sbin(missing)
     if len(elsewhere) == len(missing):
         folders = sorted({os.path.dirname(found) for found in elsewhere.values()})
         return (f"the netns backend needs {' and '.join(f'`{t}`' for t in missing)}, which "
@@ -196,6 +194,13 @@ def unavailable_reason() -> str | None:
                 f"kept through sudo?): add {os.pathsep.join(folders)} to PATH")
     return (f"the netns backend needs {' and '.join(f'`{t}` (Debian package {REQUIRED_TOOLS[t]})' for t in missing)}, "
             "not found on PATH")
+
+
+def _in_sbin(tools: Iterable[str]) -> dict[str, str]:
+    """Where each of `tools` is in the sbin folders (those found): a user's PATH kept through sudo
+    (`sudo env "PATH=$PATH" ...`) lacks them on Debian."""
+    return {tool: found for tool in tools
+            if (found := shutil.which(tool, path=os.pathsep.join(SBIN_FOLDERS))) is not None}
 
 
 def check_machine() -> None:
@@ -207,8 +212,7 @@ def check_machine() -> None:
         raise ClusterConfigError(f"{reason}: use --backend process or --backend docker")
     if os.geteuid() != 0:
         raise ClusterConfigError(f"{reason}: run as root, or use --backend process (no partitions)")
-    fix = "" if all(shutil.which(t, path=os.pathsep.join(SBIN_FOLDERS)) for t in REQUIRED_TOOLS) \
-        else ": install it, e.g. with scripts/provision"
+    fix = "" if len(_in_sbin(REQUIRED_TOOLS)) == len(REQUIRED_TOOLS) else ": install it, e.g. with scripts/provision"
     raise ClusterConfigError(f"{reason} (PATH is {os.environ.get('PATH', '')}){fix}")
 
 
