@@ -35,6 +35,7 @@ from .apis.topics import CreateTopicsApi, DeleteTopicsApi
 from .config import BrokerConfig
 from .controller_channel import ControllerChannel, ControllerUnavailable
 from .group_coordinator import GroupCoordinator
+from .group_routing import GroupRouting
 from .kafka_apis import KafkaApis
 from .local_controller import LocalController
 from .log_backend import DataDirInUse, LogManager
@@ -116,19 +117,20 @@ class KafkaServer:
             admin = RemoteTopicAdmin(self.channel, self.metadata, self.listener)
         else:
             admin = LocalTopicAdmin(self.local_controller)
+        routing = GroupRouting(self.metadata, c.node_id)
         handlers = [
             ProduceApi(self.replicas, self.metadata),
             FetchApi(self.replicas, c.fetch_max_bytes),
             ListOffsetsApi(self.replicas),
             MetadataApi(self.metadata, admin, c.auto_create_topics, c.num_partitions,
                         c.default_replication_factor),
-            OffsetCommitApi(self.groups),
-            OffsetFetchApi(self.groups),
-            FindCoordinatorApi(self.metadata, c.node_id),
-            JoinGroupApi(self.groups),
-            HeartbeatApi(self.groups),
-            LeaveGroupApi(self.groups),
-            SyncGroupApi(self.groups),
+            OffsetCommitApi(self.groups, routing),
+            OffsetFetchApi(self.groups, routing),
+            FindCoordinatorApi(routing),
+            JoinGroupApi(self.groups, routing),
+            HeartbeatApi(self.groups, routing),
+            LeaveGroupApi(self.groups, routing),
+            SyncGroupApi(self.groups, routing),
             CreateTopicsApi(admin, c.num_partitions, c.default_replication_factor),
             DeleteTopicsApi(admin, self.metadata, self.groups.on_topic_deleted),
             InitProducerIdApi(self.producer_ids),

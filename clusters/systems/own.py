@@ -20,11 +20,14 @@ from clusters.errors import ClusterConfigError, HostError
 from clusters.hosts.base import Host, HostSet
 from clusters.lazyfs.mount import MODELS as LAZY_MODELS, LazyOptions
 from clusters.modes import FLUSH_MODES, TRUNCATION_MODES
+# the Kafka-protocol control-plane client: the own brokers speak the protocol as stock Kafka's do
+from clusters.systems.kafka import wire
 from clusters.systems.base import PartitionView, ProcessSpec, System, TopicSpec, read_replica_logs
 from clusters.systems.own_controller import call_controller
 
 CONTROLLER_NODE = "controller"
 BROKER_PORT = 9092
+COORDINATOR_ASK_TIMEOUT_S = 2.0
 CONTROLLER_PORT = 9093
 LAZY_FLUSH_INTERVAL_MS = 1000  # with flush = "lazy": the broker's fsync period unless flush_interval_ms says
 NO_LEADER = -1
@@ -194,8 +197,7 @@ class OwnSystem(System):
 
     def cannot(self, feature: str) -> str | None:
         if feature == "group-coordinator":
-            return ("the own broker answers FindCoordinator with whichever broker is asked (each broker "
-                    "coordinates the groups that ask it), so no one node is a group's coordinator")
+            return None
         if feature == "reassign":
             return ("the own controller (broker/controller/) cannot move a partition's replicas: its "
                     "protocol has no reassignment request; use stock Kafka (--system kafka:VERSION)")
@@ -203,6 +205,19 @@ class OwnSystem(System):
 
     def active_controller(self, hosts: HostSet) -> str | None:
         return CONTROLLER_NODE
+
+    def group_coordinator(self, hosts: HostSet, group: str) -> str | None:
+        for host in hosts:
+            if host.name == CONTROLLER_NODE:
+                continue
+            try:
+                code, node = wire.find_coordinator(host.address, host.port("broker", BROKER_PORT), group,
+                                                   COORDINATOR_ASK_TIMEOUT_S)
+            except HostError:
+                continue
+            if code == 0 and node >= 0:
+                return node_name(node)
+        return None
 
     def restart_keeps_isr_place(self) -> bool:
         return True

@@ -4,9 +4,7 @@ assign and subscribe, group members committing what they read and resuming from 
 offsets — checked valid, with commits and resumes in the history, and no unavailability,
 fatal marker or failed recovery in the liveness verdict.
 
-One broker: the own broker answers FindCoordinator with the broker asked, so with several
-brokers consumers that ask different ones form separate groups (docs/WORKLOADS.md); with one
-the group is one, as on Kafka."""
+One broker (the run's own; a group has one coordinator on any number of brokers)."""
 from __future__ import annotations
 
 import re

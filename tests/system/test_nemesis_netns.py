@@ -46,7 +46,7 @@ def fenced(cluster: Cluster, node: str) -> bool:
     return any(int(b["node_id"]) == broker_id(node) and b.get("fenced") for b in brokers)
 
 
-OWN_TARGETS = [t for t in PARTITION_TARGETS if t != "group-coordinator"]  # no one coordinator on own
+OWN_TARGETS = list(PARTITION_TARGETS)
 
 
 @pytest.mark.parametrize("target", OWN_TARGETS)

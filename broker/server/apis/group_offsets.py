@@ -6,9 +6,9 @@ from typing import Any
 from kafka.protocol.consumer.group import OffsetCommitResponse, OffsetFetchResponse
 
 from ..errors import ErrorCode
-from ..group_coordinator import GroupCoordinator
 from ..offset_store import CommittedOffset
-from .base import ApiHandler, RequestContext
+from .base import RequestContext
+from .groups import CoordinatedApi
 
 _CommitTopic = OffsetCommitResponse.OffsetCommitResponseTopic
 _CommitPartition = _CommitTopic.OffsetCommitResponsePartition
@@ -16,15 +16,12 @@ _FetchTopic = OffsetFetchResponse.OffsetFetchResponseTopic
 _FetchPartition = _FetchTopic.OffsetFetchResponsePartition
 
 
-class OffsetCommitApi(ApiHandler):
+class OffsetCommitApi(CoordinatedApi):
     api_key = 8
     min_version = 2
     max_version = 8
 
-    def __init__(self, groups: GroupCoordinator) -> None:
-        self.groups = groups
-
-    async def handle(self, ctx: RequestContext, request: Any) -> Any:
+    async def serve(self, ctx: RequestContext, request: Any) -> Any:
         offsets = {(t.name, p.partition_index): CommittedOffset(p.committed_offset, p.committed_leader_epoch,
                                                                  p.committed_metadata)
                    for t in request.topics for p in t.partitions}
@@ -43,15 +40,12 @@ class OffsetCommitApi(ApiHandler):
         return self._response(version, request, lambda tp: error)
 
 
-class OffsetFetchApi(ApiHandler):
+class OffsetFetchApi(CoordinatedApi):
     api_key = 9
     min_version = 1
     max_version = 7
 
-    def __init__(self, groups: GroupCoordinator) -> None:
-        self.groups = groups
-
-    async def handle(self, ctx: RequestContext, request: Any) -> Any:
+    async def serve(self, ctx: RequestContext, request: Any) -> Any:
         if request.topics is None:
             wanted = None
         else:

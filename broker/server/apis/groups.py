@@ -1,6 +1,7 @@
 """Classic group membership APIs: FindCoordinator (10), JoinGroup (11), Heartbeat (12), LeaveGroup (13), SyncGroup (14)."""
 from __future__ import annotations
 
+from abc import abstractmethod
 from typing import Any
 
 from kafka.protocol.consumer.group import (HeartbeatResponse, JoinGroupResponse, LeaveGroupResponse,
@@ -9,39 +10,39 @@ from kafka.protocol.metadata.find_coordinator import FindCoordinatorResponse
 
 from ..errors import ErrorCode
 from ..group_coordinator import GroupCoordinator, JoinResult
-from ..metadata_cache import MetadataCache
+from ..group_routing import GroupRouting
 from .base import ApiHandler, RequestContext
 
 GROUP_KEY_TYPE = 0
 
 
 class FindCoordinatorApi(ApiHandler):
-    """Every group is coordinated by this broker; transaction coordinators do not exist here."""
+    """A group's coordinator by `GroupRouting`'s rule; transaction coordinators do not exist here."""
     api_key = 10
     min_version = 0
     max_version = 4
 
-    def __init__(self, metadata: MetadataCache, node_id: int) -> None:
-        self.metadata = metadata
-        self.node_id = node_id
+    def __init__(self, routing: GroupRouting) -> None:
+        self.routing = routing
 
-    def _answer(self, key_type: int) -> tuple[ErrorCode, str | None, int, str, int]:
-        me = self.metadata.broker(self.node_id)
+    def _answer(self, key_type: int, key: str) -> tuple[ErrorCode, str | None, int, str, int]:
         if key_type != GROUP_KEY_TYPE:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, "only group coordinators exist on this broker", -1, "", -1
-        if me is None:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE, "broker not registered yet", -1, "", -1
-        return ErrorCode.NONE, None, me.node_id, me.host, me.port
+        chosen = self.routing.coordinator(key)
+        if chosen is None:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, "no broker registered yet", -1, "", -1
+        return ErrorCode.NONE, None, chosen.node_id, chosen.host, chosen.port
 
     async def handle(self, ctx: RequestContext, request: Any) -> Any:
         if ctx.version >= 4:
             coordinators = []
             for key in request.coordinator_keys:
-                err, msg, node, host, port = self._answer(request.key_type)
+                err, msg, node, host, port = self._answer(request.key_type, key)
                 coordinators.append(FindCoordinatorResponse.Coordinator(
                     key=key, node_id=node, host=host, port=port, error_code=int(err), error_message=msg))
             return FindCoordinatorResponse(version=ctx.version, throttle_time_ms=0, coordinators=coordinators)
-        err, msg, node, host, port = self._answer(request.key_type if ctx.version >= 1 else GROUP_KEY_TYPE)
+        err, msg, node, host, port = self._answer(request.key_type if ctx.version >= 1 else GROUP_KEY_TYPE,
+                                                   request.key)
         return FindCoordinatorResponse(version=ctx.version, throttle_time_ms=0, error_code=int(err), error_message=msg,
                                        node_id=node, host=host, port=port)
 
@@ -54,15 +55,30 @@ class FindCoordinatorApi(ApiHandler):
                                        host="", port=-1)
 
 
-class JoinGroupApi(ApiHandler):
+class CoordinatedApi(ApiHandler):
+    """A request of one group: answered NOT_COORDINATOR where another broker coordinates it
+    (`GroupRouting`), else served."""
+
+    def __init__(self, groups: GroupCoordinator, routing: GroupRouting) -> None:
+        self.groups = groups
+        self.routing = routing
+
+    async def handle(self, ctx: RequestContext, request: Any) -> Any:
+        if not self.routing.coordinates(request.group_id):
+            return self.error_response(request, ctx.version, ErrorCode.NOT_COORDINATOR)
+        return await self.serve(ctx, request)
+
+    @abstractmethod
+    async def serve(self, ctx: RequestContext, request: Any) -> Any:
+        ...
+
+
+class JoinGroupApi(CoordinatedApi):
     api_key = 11
     min_version = 0
     max_version = 7
 
-    def __init__(self, groups: GroupCoordinator) -> None:
-        self.groups = groups
-
-    async def handle(self, ctx: RequestContext, request: Any) -> Any:
+    async def serve(self, ctx: RequestContext, request: Any) -> Any:
         r = await self.groups.join_group(
             request.group_id, request.member_id, request.group_instance_id, ctx.client_id,
             request.session_timeout_ms, request.rebalance_timeout_ms, request.protocol_type,
@@ -83,15 +99,12 @@ class JoinGroupApi(ApiHandler):
         return self._response(version, JoinResult(error, request.member_id))
 
 
-class SyncGroupApi(ApiHandler):
+class SyncGroupApi(CoordinatedApi):
     api_key = 14
     min_version = 0
     max_version = 5
 
-    def __init__(self, groups: GroupCoordinator) -> None:
-        self.groups = groups
-
-    async def handle(self, ctx: RequestContext, request: Any) -> Any:
+    async def serve(self, ctx: RequestContext, request: Any) -> Any:
         r = await self.groups.sync_group(request.group_id, request.generation_id, request.member_id,
                                          request.protocol_type, request.protocol_name,
                                          {a.member_id: a.assignment for a in request.assignments})
@@ -103,15 +116,12 @@ class SyncGroupApi(ApiHandler):
         return SyncGroupResponse(version=version, throttle_time_ms=0, error_code=int(error), assignment=b"")
 
 
-class HeartbeatApi(ApiHandler):
+class HeartbeatApi(CoordinatedApi):
     api_key = 12
     min_version = 0
     max_version = 4
 
-    def __init__(self, groups: GroupCoordinator) -> None:
-        self.groups = groups
-
-    async def handle(self, ctx: RequestContext, request: Any) -> Any:
+    async def serve(self, ctx: RequestContext, request: Any) -> Any:
         err = self.groups.heartbeat(request.group_id, request.member_id, request.generation_id)
         return HeartbeatResponse(version=ctx.version, throttle_time_ms=0, error_code=int(err))
 
@@ -119,13 +129,10 @@ class HeartbeatApi(ApiHandler):
         return HeartbeatResponse(version=version, throttle_time_ms=0, error_code=int(error))
 
 
-class LeaveGroupApi(ApiHandler):
+class LeaveGroupApi(CoordinatedApi):
     api_key = 13
     min_version = 0
     max_version = 4
-
-    def __init__(self, groups: GroupCoordinator) -> None:
-        self.groups = groups
 
     @staticmethod
     def _members(request: Any, version: int) -> list[tuple[str, str | None]]:
@@ -133,7 +140,7 @@ class LeaveGroupApi(ApiHandler):
             return [(m.member_id, m.group_instance_id) for m in request.members]
         return [(request.member_id, None)]
 
-    async def handle(self, ctx: RequestContext, request: Any) -> Any:
+    async def serve(self, ctx: RequestContext, request: Any) -> Any:
         members = self._members(request, ctx.version)
         errors = self.groups.leave_group(request.group_id, [m for m, _ in members])
         if ctx.version >= 3:
