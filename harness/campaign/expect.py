@@ -171,6 +171,16 @@ def _setting(spec_json: Mapping[str, Any], dotted: str, missing: Any = None) -> 
     return value
 
 
+def judged_again(outcome: dict[str, Any], expected: Expectation, unknown_fails: bool = False) -> dict[str, Any]:
+    """The outcome judged by `expected` (the campaign file's expectation now): the same dict when
+    neither the expectation nor the status changes, else a copy with `expected`, `status` and
+    `why` replaced — a resumed campaign judges every run by the rules it has now."""
+    status, why = judge(expected, outcome.get("verdict", "crashed"), outcome.get("liveness"), unknown_fails)
+    if outcome.get("expected") == expected.to_json() and outcome.get("status") == status:
+        return outcome
+    return {**outcome, "expected": expected.to_json(), "status": status, "why": why}
+
+
 def status_of(outcome: dict[str, Any], unknown_fails: bool = False) -> str:
     """An outcome's status; one written before expectations existed is judged as expecting valid."""
     if outcome.get("status"):

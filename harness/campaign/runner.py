@@ -14,7 +14,8 @@ Runs go one after another in this process, or (`parallel` > 1) up to N at once, 
 child process (harness/campaign/child.py) on its own subnet (harness/campaign/slots.py);
 after a child ends, whatever its cluster left is removed (`fencepost cleanup --cluster`).
 `--resume` continues the latest campaign directory of that name: runs with an outcome.json
-are skipped. A run that crashes is recorded as crashed and the campaign goes on; Ctrl-C
+are skipped, and judged again by the campaign file's expectations as they are now (their
+outcome.json rewritten where the expectation or status changed). A run that crashes is recorded as crashed and the campaign goes on; Ctrl-C
 (or SIGTERM) stops it after the running runs' own heal and teardown. `until_failure`
 starts no run after the first that is not as expected (a surprise or a crash).
 
@@ -35,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
-from harness.campaign.expect import judge, status_of
+from harness.campaign.expect import judge, judged_again, status_of
 from harness.campaign.junit import JUNIT_FILE, write_junit
 from harness.campaign.plan import Campaign, PlannedRun
 from harness.campaign.slots import first_subnet, for_slot
@@ -97,15 +98,21 @@ def run_campaign(campaign: Campaign, directory: Path, run_one: RunOne | None = N
     `run_one` carries out a run in this process (one at a time); with `options.parallel` > 1
     runs go to child processes instead."""
     state = _State(campaign, directory, out, options, after_run)
-    todo = []
+    todo, rejudged = [], 0
     for run in campaign.share:
         done = directory / CAMPAIGN_RUNS_DIR / run.run_id / OUTCOME_FILE
         if done.is_file():
-            state.outcomes.append(json.loads(done.read_text()))
+            recorded = json.loads(done.read_text())
+            outcome = judged_again(recorded, run.expected, options.unknown_fails)
+            if outcome is not recorded:  # the campaign file's [[expect]] rules changed since
+                _write_json(done, outcome)
+                rejudged += 1
+            state.outcomes.append(outcome)
         else:
             todo.append(run)
     if state.outcomes:
-        print(f"campaign {campaign.name}: resuming, {len(state.outcomes)} of {len(campaign.share)} runs done already",
+        print(f"campaign {campaign.name}: resuming, {len(state.outcomes)} of {len(campaign.share)} runs done already"
+              + (f"; {rejudged} judged again by the campaign file's expectations now" if rejudged else ""),
               file=out)
     first = first_subnet(campaign.runs[0].spec, options.subnet) if campaign.runs else None
     try:

@@ -3,6 +3,7 @@ refusals, which rule a run takes, how a run's outcome is judged (liveness keys g
 JUnit counting only surprises; shards (`--shard I/N`) and slots (`--parallel N`) planned."""
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from xml.etree import ElementTree as ET
@@ -198,3 +199,32 @@ def test_until_failure_starts_no_run_after_the_first_surprise(tmp_path):
     outcome = json.loads((directory / "runs" / ran[0] / "outcome.json").read_text())
     assert outcome["expected"]["verdict"] == ["invalid"] and outcome["why"] == "expected invalid, got valid"
     assert outcome["time_limit"] == 5.0 and outcome["parallel"] == 1
+
+
+def test_a_resumed_campaign_judges_its_finished_runs_by_the_expectations_it_has_now(tmp_path):
+    before = load_campaign(write(tmp_path, CAMPAIGN))  # no rules: every run should be valid
+    directory = campaign_dir(tmp_path / "results", before, resume=False)
+
+    def hw_invalid(planned, where):  # the hw runs find their bug; the rest are valid
+        return {"verdict": "invalid" if planned.spec.truncation == "hw" else "valid", "exit_code": 0,
+                "anomaly_counts": {}}
+    assert run_campaign(before, directory, hw_invalid) == 1  # the two hw runs are surprises
+    hw_ids = [r.run_id for r in before.runs if r.spec.truncation == "hw"]
+    recorded = {i: (directory / "runs" / i / "outcome.json").read_text() for i in [r.run_id for r in before.runs]}
+    assert all(json.loads(recorded[i])["status"] == "surprise" for i in hw_ids)
+
+    after = load_campaign(write(tmp_path, CAMPAIGN + '[[expect]]\ntruncation = "hw"\nverdict = "invalid"\n'))
+    out = io.StringIO()
+    ran = []
+    assert run_campaign(after, campaign_dir(tmp_path / "results", after, resume=True),
+                        lambda planned, where: ran.append(planned) or {}, out=out) == 0
+    assert ran == [] and "2 judged again by the campaign file's expectations now" in out.getvalue()
+    for run_id, text in recorded.items():
+        now = json.loads((directory / "runs" / run_id / "outcome.json").read_text())
+        if run_id in hw_ids:
+            assert (now["status"], now["why"], now["expected"]["verdict"]) == ("expected", "invalid as expected",
+                                                                                ["invalid"])
+            assert {k: v for k, v in now.items() if k not in ("status", "why", "expected")} == \
+                {k: v for k, v in json.loads(text).items() if k not in ("status", "why", "expected")}
+        else:
+            assert (directory / "runs" / run_id / "outcome.json").read_text() == text  # untouched
