@@ -207,17 +207,9 @@ class OwnSystem(System):
         return CONTROLLER_NODE
 
     def group_coordinator(self, hosts: HostSet, group: str) -> str | None:
-        for host in hosts:
-            if host.name == CONTROLLER_NODE:
-                continue
-            try:
-                code, node = wire.find_coordinator(host.address, host.port("broker", BROKER_PORT), group,
-                                                   COORDINATOR_ASK_TIMEOUT_S)
-            except HostError:
-                continue
-            if code == 0 and node >= 0:
-                return node_name(node)
-        return None
+        node = wire.coordinator_named(((h.address, h.port("broker", BROKER_PORT)) for h in hosts
+                                       if h.name != CONTROLLER_NODE), group, COORDINATOR_ASK_TIMEOUT_S)
+        return None if node is None else node_name(node)
 
     def restart_keeps_isr_place(self) -> bool:
         return True

@@ -376,15 +376,9 @@ class KafkaSystem(System):
         return None
 
     def group_coordinator(self, hosts: HostSet, group: str) -> str | None:
-        for host in self._brokers(hosts):
-            try:
-                code, node = wire.find_coordinator(host.address, host.port("broker", config.BROKER_PORT), group,
-                                                   ASK_TIMEOUT_S)
-            except HostError:
-                continue
-            if code == 0 and node >= 0:
-                return node_name(node)
-        return None
+        node = wire.coordinator_named(((h.address, h.port("broker", config.BROKER_PORT)) for h in self._brokers(hosts)),
+                                      group, ASK_TIMEOUT_S)
+        return None if node is None else node_name(node)
 
     def reassign(self, hosts: HostSet, topic: str, partition: int, replicas: Sequence[str], timeout: float) -> None:
         """From 2.4 the admin API (KIP-455), asked of the controller (ZooKeeper mode) or of any broker

@@ -19,7 +19,7 @@ import socket
 import struct
 import sys
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 from kafka.protocol.admin.cluster import DescribeQuorumRequest
 from kafka.protocol.admin.topics import AlterPartitionReassignmentsRequest, CreateTopicsRequest
@@ -169,6 +169,19 @@ def find_coordinator(host: str, port: int, group: str, timeout: float) -> tuple[
         request = FindCoordinatorRequest(key=group, key_type=0) if version >= 1 else FindCoordinatorRequest(key=group)
         answer = connection.ask(request, version)
     return answer.error_code, answer.node_id
+
+
+def coordinator_named(brokers: Iterable[tuple[str, int]], group: str, timeout: float) -> int | None:
+    """The node id of group `group`'s coordinator, as the first of `brokers` (address, port) that
+    answers names it; None when none does."""
+    for host, port in brokers:
+        try:
+            code, node = find_coordinator(host, port, group, timeout)
+        except HostError:
+            continue
+        if code == 0 and node >= 0:
+            return node
+    return None
 
 
 def alter_partition_reassignment(host: str, port: int, topic: str, partition: int, replicas: Sequence[int],
