@@ -67,7 +67,8 @@ class Options:
 
 def campaign_dir(results: Path, campaign: Campaign, resume: bool) -> Path:
     """A fresh campaign directory, or with `resume` the latest one of this campaign (checked
-    to hold the same planned runs and shard)."""
+    to be the same shard and to have planned the same runs, or their first part: cases added
+    after the last case extend it)."""
     home = results / CAMPAIGNS_DIR / campaign.name
     shard = None if campaign.shard is None else str(campaign.shard)
     if not resume:
@@ -83,12 +84,16 @@ def campaign_dir(results: Path, campaign: Campaign, resume: bool) -> Path:
                        "start it without --resume")
     directory = latest.resolve()
     plan = json.loads((directory / CAMPAIGN_FILE).read_text())
-    if plan["runs"] != [r.run_id for r in campaign.runs]:
-        raise BadInput(f"--resume: {directory} was planned with other runs than {campaign.source} now "
-                       "gives (the matrix or base changed); start a new campaign without --resume")
     if plan.get("shard") != shard:
         raise BadInput(f"--resume: {directory} is shard {plan.get('shard') or 'none (the whole campaign)'}, "
                        f"not {shard or 'the whole campaign'}: resume it with the same --shard")
+    runs = [r.run_id for r in campaign.runs]
+    if runs[:len(plan["runs"])] != plan["runs"]:
+        raise BadInput(f"--resume: {directory} was planned with other runs than {campaign.source} now "
+                       "gives (the matrix or base changed, or cases were added before the last one); start a "
+                       "new campaign without --resume")
+    if len(runs) > len(plan["runs"]):  # cases added after the last: the campaign grows by their runs
+        _write_json(directory / CAMPAIGN_FILE, {**plan, "runs": runs, "share": [r.run_id for r in campaign.share]})
     return directory
 
 

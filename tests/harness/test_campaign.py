@@ -98,7 +98,10 @@ def test_the_shipped_campaigns_plan_what_their_comments_say():
     durability = load_campaign(REPO / "campaigns" / "durability.toml")
     expected = {(r.spec.system, r.spec.nemesis.faults, r.spec.system_options.get("elr"),
                  "broker_config" in r.spec.system_options): r.expected.verdicts for r in durability.runs}
-    assert len(durability.runs) == 180
+    assert len(durability.runs) == 190
+    own_lrs = [r for r in durability.runs if r.spec.system == "own" and r.spec.nemesis.faults == "last-replica-standing"]
+    assert {r.spec.system_options.get("flush_interval_ms") for r in own_lrs} == {None, 60000}  # default and stressed
+    assert all(r.expected.verdicts == ("valid", "invalid") for r in own_lrs)
     assert expected[("kafka:4.4.0", "last-replica-standing", False, False)] == ("invalid",)
     assert expected[("kafka:4.4.0", "last-replica-standing", None, False)] == ("valid",)  # ELR on from 4.1
     assert expected[("kafka:4.0.1", "last-replica-standing", True, False)] == ("valid",)

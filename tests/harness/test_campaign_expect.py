@@ -228,3 +228,24 @@ def test_a_resumed_campaign_judges_its_finished_runs_by_the_expectations_it_has_
                 {k: v for k, v in json.loads(text).items() if k not in ("status", "why", "expected")}
         else:
             assert (directory / "runs" / run_id / "outcome.json").read_text() == text  # untouched
+
+
+def test_a_resumed_campaign_takes_cases_added_after_the_last_and_refuses_any_other_change(tmp_path):
+    cases = '[[cases]]\ntruncation = "hw"\n[[cases]]\ntruncation = "kip320"\n'
+    first = load_campaign(write(tmp_path, CAMPAIGN.replace("[matrix]\ntruncation = [\"hw\", \"kip101\", \"kip320\"]\n",
+                                                           "[matrix]\n") + cases))
+    directory = campaign_dir(tmp_path / "results", first, resume=False)
+    assert run_campaign(first, directory, lambda planned, where: {"verdict": "valid", "exit_code": 0}) == 0
+    grown = load_campaign(write(tmp_path, CAMPAIGN.replace("[matrix]\ntruncation = [\"hw\", \"kip101\", \"kip320\"]\n",
+                                                           "[matrix]\n") + cases + '[[cases]]\ntruncation = "kip101"\n'))
+    assert campaign_dir(tmp_path / "results", grown, resume=True) == directory
+    plan = json.loads((directory / "campaign.json").read_text())
+    assert plan["runs"] == plan["share"] == [r.run_id for r in grown.runs] and len(plan["runs"]) == 6
+    ran = []
+    run_campaign(grown, directory, lambda planned, where: ran.append(planned.spec.truncation) or
+                 {"verdict": "valid", "exit_code": 0})
+    assert ran == ["kip101", "kip101"]  # only the added case's runs
+    reordered = load_campaign(write(tmp_path, CAMPAIGN.replace("[matrix]\ntruncation = [\"hw\", \"kip101\", \"kip320\"]\n",
+                                                               "[matrix]\n") + '[[cases]]\ntruncation = "kip101"\n' + cases))
+    with pytest.raises(BadInput, match="cases were added before the last one"):
+        campaign_dir(tmp_path / "results", reordered, resume=True)
