@@ -13,7 +13,15 @@ Stock Kafka:
   controller's next word, which a fenced follower gets (measured: 47 such lines in 16 of 30
   last-replica-standing runs on 3.9.1 and 4.4.0, and every partition served again within
   0.07 s of the heal);
-- any other `FATAL` line, and `UnexpectedAppendOffsetException` (no partition named).
+- any other `FATAL` line, and `UnexpectedAppendOffsetException` (no partition named) —
+  except the FATAL lines of a start Kafka refused because its previous ZooKeeper session
+  still held `/brokers/ids/N` ("A broker is already registered on the path /brokers/ids/N
+  ... restarted it faster than the zookeeper timeout": 0.10.2 to 1.1 log it FATAL) when a
+  later start in the same log reached "started": the cluster starts such a broker again
+  until its old session has expired (measured: every run of kip101-divergence on 0.10.2.2
+  and 0.11.0.3 had one, the broker started 2 s later and its partition served again
+  within 0.02 s of the heal). A refused start never followed by one that succeeded stays
+  a marker, as does a partition's marker within it.
 The own broker: a Python traceback's last line.
 """
 from __future__ import annotations
@@ -31,6 +39,10 @@ KAFKA_OTHER_MARKERS = (re.compile(r"\bFATAL\b"), re.compile(r"UnexpectedAppendOf
 KAFKA_AWAITS_LEADER = re.compile(rf"Partition {_PARTITION} has an older epoch \(\d+\) than the current leader\. "
                                  r"Will await the new LeaderAndIsr state")
 KAFKA_HALTS = re.compile(r"\bFATAL\b|Exiting because")
+# One start of a broker: its log from a "starting" line of KafkaServer to the next.
+KAFKA_STARTING = re.compile(r"\bstarting \(kafka\.server\.KafkaServer\)")
+KAFKA_STARTED = re.compile(r"\bstarted \(kafka\.server\.KafkaServer\)")
+KAFKA_STILL_REGISTERED = re.compile(r"A broker is already registered on the path /brokers/ids/\d+")
 TRACEBACK_END = re.compile(r"^(?:[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt))(?::.*)?$")
 MAX_LINE = 500
 
@@ -48,9 +60,17 @@ class FatalMarker:
 
 
 def kafka_markers(node: str, text: str) -> list[FatalMarker]:
-    found = []
+    found: list[tuple[int, FatalMarker]] = []  # (the start it belongs to, the marker)
     awaiting: set[str] = set()  # partitions whose fetcher said it awaits the controller's next word
+    start, refused, started = 0, set(), set()  # starts counted by their "starting" line
     for line in text.splitlines():
+        if KAFKA_STARTING.search(line):
+            start += 1
+            continue
+        if KAFKA_STARTED.search(line):
+            started.add(start)
+        if KAFKA_STILL_REGISTERED.search(line):
+            refused.add(start)
         if (waits := KAFKA_AWAITS_LEADER.search(line)) is not None:
             awaiting.add(_partition_of(waits))
             continue
@@ -63,8 +83,10 @@ def kafka_markers(node: str, text: str) -> list[FatalMarker]:
             awaiting.discard(partition)  # the failure that waits: not a marker
             continue
         if partition is not None or any(p.search(line) for p in KAFKA_OTHER_MARKERS):
-            found.append(FatalMarker(node, line.strip()[:MAX_LINE], partition, bool(KAFKA_HALTS.search(line))))
-    return found
+            found.append((start, FatalMarker(node, line.strip()[:MAX_LINE], partition,
+                                             bool(KAFKA_HALTS.search(line)))))
+    retried = {s for s in refused if any(later > s for later in started)}  # the start after it succeeded
+    return [marker for s, marker in found if s not in retried or marker.partition is not None]
 
 
 def _partition_of(match: re.Match) -> str:

@@ -88,3 +88,26 @@ def test_a_run_without_node_logs_has_no_liveness_finding(tmp_path):
     section = liveness(tmp_path, {})
     assert section["verdict"] == "ok" and section["findings"] == 0 and set(section["kinds"].values()) == {0}
     assert section["fatal_markers"] == [] and section["failed_partitions"] == []
+
+
+# 0.10.2.2 after a power cut (kip101-divergence): the cluster starts the broker again while its
+# previous ZooKeeper session still holds /brokers/ids/1; Kafka refuses, the cluster retries.
+STARTING_0_10 = "[2026-11-26 14:41:52,672] INFO starting (kafka.server.KafkaServer)"
+STILL_REGISTERED = ("[2026-11-26 14:41:53,175] FATAL [Kafka Server 1], Fatal error during KafkaServer startup. Prepare "
+                    "to shutdown (kafka.server.KafkaServer)\njava.lang.RuntimeException: A broker is already registered "
+                    "on the path /brokers/ids/1. This probably indicates that you either have configured a brokerid "
+                    "that is already in use, or else you have shutdown this broker and restarted it faster than the "
+                    "zookeeper timeout so it appears to be re-registering.\n[2026-11-26 14:41:54,130] FATAL Fatal "
+                    "error during KafkaServerStartable startup. Prepare to shutdown (kafka.server.KafkaServerStartable)")
+STARTED_0_10 = "[2026-11-26 14:41:55,573] INFO [Kafka Server 1], started (kafka.server.KafkaServer)"
+
+
+def test_a_start_refused_for_a_live_zookeeper_session_is_no_marker_once_a_later_start_succeeds():
+    retried = [STARTING_0_10, STARTED_0_10, STARTING_0_10, STILL_REGISTERED, STARTING_0_10, STARTED_0_10]
+    assert fatal_markers("kafka:0.10.2.2", "n1", "\n".join(retried)) == []
+    never_back = [STARTING_0_10, STARTED_0_10, STARTING_0_10, STILL_REGISTERED]
+    assert [m.halts for m in fatal_markers("kafka:0.10.2.2", "n1", "\n".join(never_back))] == [True, True]
+    other_fatal = [STARTING_0_10, HALT_0_10, STARTING_0_10, STARTED_0_10]  # a halt, then a restart: still a marker
+    assert [m.partition for m in fatal_markers("kafka:0.10.2.2", "n1", "\n".join(other_fatal))] == ["fp-2"]
+    both = [STARTING_0_10, STILL_REGISTERED, HALT_0_10, STARTING_0_10, STARTED_0_10]  # a partition's halt stays
+    assert [m.partition for m in fatal_markers("kafka:0.10.2.2", "n1", "\n".join(both))] == ["fp-2"]
