@@ -63,6 +63,11 @@ def percentile(samples: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))]
 
 
+def latency_config(cluster: Cluster) -> dict[str, object]:
+    """The latency producer's settings: acks=all, each message sent at once."""
+    return {"bootstrap.servers": cluster.bootstrap, "acks": "all", "linger.ms": 0}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--system", default="kafka:3.9.1")
@@ -97,8 +102,8 @@ def main() -> None:
                 clusters[flush].wait_for_full_isr(TOPIC)
                 status(f"{flush}: up in {time.monotonic() - started:.1f} s ({clusters[flush].bootstrap})")
             for flush in FLUSHES if args.rounds == 0 else ():
-                config = {"bootstrap.servers": clusters[flush].bootstrap, "acks": "all", "linger.ms": 0}
-                samples = latency_at_rate(config, TOPIC, args.rate, min(args.latency_seconds, 10.0))
+                samples = latency_at_rate(latency_config(clusters[flush]), TOPIC, args.rate,
+                                          min(args.latency_seconds, 10.0))
                 status(f"latency warm-up {flush:<6} p99 {percentile(samples, 99) * 1000:.2f} ms (not counted)")
             for flush in FLUSHES if args.rounds > 0 else ():
                 if args.jit_warmup > 0:
@@ -115,8 +120,7 @@ def main() -> None:
                            + (f", {m.errors} errors" if m.errors else ""))
             for round_ in range(args.latency_rounds):
                 for flush in (FLUSHES if round_ % 2 == 0 else FLUSHES[::-1]):
-                    config = {"bootstrap.servers": clusters[flush].bootstrap, "acks": "all", "linger.ms": 0}
-                    samples = latency_at_rate(config, TOPIC, args.rate, args.latency_seconds)
+                    samples = latency_at_rate(latency_config(clusters[flush]), TOPIC, args.rate, args.latency_seconds)
                     latencies[flush] += samples
                     status(f"latency {round_ + 1}/{args.latency_rounds} {flush:<6} p50 "
                            f"{percentile(samples, 50) * 1000:.2f} ms, p99 {percentile(samples, 99) * 1000:.2f} ms")

@@ -20,9 +20,9 @@ from clusters.errors import ClusterConfigError, HostError
 from clusters.hosts.base import Host, HostSet
 from clusters.lazyfs.mount import MODELS as LAZY_MODELS, LazyOptions
 from clusters.modes import FLUSH_MODES, TRUNCATION_MODES
+from clusters.systems.base import PartitionView, ProcessSpec, System, TopicSpec, read_replica_logs
 # the Kafka-protocol control-plane client: the own brokers speak the protocol as stock Kafka's do
 from clusters.systems.kafka import wire
-from clusters.systems.base import PartitionView, ProcessSpec, System, TopicSpec, read_replica_logs
 from clusters.systems.own_controller import call_controller
 
 CONTROLLER_NODE = "controller"
@@ -138,8 +138,7 @@ class OwnSystem(System):
         return [ProcessSpec("broker", tuple(argv), f"{log_dir}/broker.log", port)]
 
     def bootstrap(self, hosts: HostSet) -> str:
-        return ",".join(f"{h.address}:{h.port('broker', BROKER_PORT)}"
-                        for h in hosts if h.name != CONTROLLER_NODE)
+        return ",".join(f"{address}:{port}" for address, port in _broker_endpoints(hosts))
 
     def describe(self, hosts: HostSet, timeout: float = 5.0) -> dict[str, Any]:
         """The controller's whole state (protocol.py's Snapshot, as JSON)."""
@@ -207,8 +206,7 @@ class OwnSystem(System):
         return CONTROLLER_NODE
 
     def group_coordinator(self, hosts: HostSet, group: str) -> str | None:
-        node = wire.coordinator_named(((h.address, h.port("broker", BROKER_PORT)) for h in hosts
-                                       if h.name != CONTROLLER_NODE), group, COORDINATOR_ASK_TIMEOUT_S)
+        node = wire.coordinator_named(_broker_endpoints(hosts), group, COORDINATOR_ASK_TIMEOUT_S)
         return None if node is None else node_name(node)
 
     def restart_keeps_isr_place(self) -> bool:
@@ -216,6 +214,11 @@ class OwnSystem(System):
 
     def replica_log_lines(self, host: Host, timeout: float) -> list[bytes]:
         return read_replica_logs(host, f"{host.workdir}/data", timeout)
+
+
+def _broker_endpoints(hosts: HostSet) -> list[tuple[str, int]]:
+    """(address, port) of every broker: each node but the controller."""
+    return [(h.address, h.port("broker", BROKER_PORT)) for h in hosts if h.name != CONTROLLER_NODE]
 
 
 def broker_id(node: str) -> int:

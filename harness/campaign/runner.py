@@ -15,8 +15,9 @@ child process (harness/campaign/child.py) on its own subnet (harness/campaign/sl
 after a child ends, whatever its cluster left is removed (`fencepost cleanup --cluster`).
 `--resume` continues the latest campaign directory of that name: runs with an outcome.json
 are skipped, and judged again by the campaign file's expectations as they are now (their
-outcome.json rewritten where the expectation or status changed). A run that crashes is recorded as crashed and the campaign goes on; Ctrl-C
-(or SIGTERM) stops it after the running runs' own heal and teardown. `until_failure`
+outcome.json rewritten where the expectation or status changed). A run that crashes is
+recorded as crashed and the campaign goes on; Ctrl-C (or SIGTERM) stops it after the
+running runs' own heal and teardown. `until_failure`
 starts no run after the first that is not as expected (a surprise or a crash).
 
 Exit code (harness/campaign/expect.py decides each run's status): 255 if any run crashed,
