@@ -16,14 +16,17 @@ time from produce() to its delivery report, on both clusters (alternating, --lat
 percentiles of all samples per cluster. `--rounds 0` measures the latency alone: no
 throughput round leaves a backlog for the latency rounds to queue behind (on 2 cores the
 throughput rounds' replication and flushing outlast them), and the warm-up is a latency round
-per cluster, not counted.
+per cluster, not counted. `--one-at-a-time` measures the latency with only the measured
+cluster up: each latency round brings each cluster up in turn (alternating which goes first),
+with a latency round not counted before the counted one, and takes it down again (both
+clusters' JVMs on 2 cores otherwise compete for the CPU the latency depends on).
 
 Prints the figures and the ratios; asserts nothing (the targets, docs/LAZYFS.md: throughput
 lazy/plain >= 0.5, aim 0.8). Needs root (netns, FUSE), Java and Kafka's jars.
 
 Run: python bench/lazyfs_kafka_bench.py [--system kafka:3.9.1] [--seconds 10] [--warmup 3]
        [--jit-warmup 20] [--rounds 3 (0: latency alone)] [--producers 1] [--rate 2000] [--latency-seconds 20]
-       [--latency-rounds 2] [--segment-mb 64] [--subnets 10.77.100.0/24 10.77.101.0/24]
+       [--latency-rounds 2] [--one-at-a-time] [--segment-mb 64] [--subnets 10.77.100.0/24 10.77.101.0/24]
 """
 from __future__ import annotations
 
@@ -68,6 +71,89 @@ def latency_config(cluster: Cluster) -> dict[str, object]:
     return {"bootstrap.servers": cluster.bootstrap, "acks": "all", "linger.ms": 0}
 
 
+def cluster_up(args: argparse.Namespace, flush: str, subnet: str, scratch: Path) -> Cluster:
+    """A cluster of --system with its data on plain disk (flush os) or on lazy disks, its topic's ISR full."""
+    options = {"min_insync_replicas": 2, "flush": "os" if flush == "plain" else "lazy",
+               "broker_config": {"log.segment.bytes": str(args.segment_mb << 20)}}
+    spec = ClusterSpec(f"fp-lazybench-{flush}-{os.urandom(2).hex()}", args.system, 3, "netns",
+                       {"subnet": subnet}, options)
+    started = time.monotonic()
+    cluster = Cluster.up(spec, scratch / flush, on_step=lambda step: status(f"{flush}: {step}"))
+    try:
+        cluster.create_topic(TopicSpec(TOPIC, 3, 3))
+        cluster.wait_for_full_isr(TOPIC)
+    except BaseException:
+        cluster_down(flush, cluster)
+        raise
+    status(f"{flush}: up in {time.monotonic() - started:.1f} s ({cluster.bootstrap})")
+    return cluster
+
+
+def cluster_down(flush: str, cluster: Cluster) -> None:
+    try:
+        cluster.down()
+    except Exception as e:  # noqa: BLE001 — the caller's other cluster must still go down
+        print(f"  note: taking the {flush} cluster down: {e}; run `fencepost cleanup`", file=sys.stderr)
+
+
+def latency_round(args: argparse.Namespace, cluster: Cluster, flush: str, label: str, seconds: float) -> list[float]:
+    samples = latency_at_rate(latency_config(cluster), TOPIC, args.rate, seconds)
+    status(f"latency {label} {flush:<6} p50 {percentile(samples, 50) * 1000:.2f} ms, "
+           f"p99 {percentile(samples, 99) * 1000:.2f} ms")
+    return samples
+
+
+def latency_one_at_a_time(args: argparse.Namespace, subnets: list[str], scratch: Path,
+                          latencies: dict[str, list[float]]) -> dict[str, list[str]]:
+    """--one-at-a-time: the latency alone, with only the measured cluster up (the other's JVMs
+    idle on the same 2 cores otherwise): per round, each cluster in turn (plain first, then lazy
+    first, ...) comes up, gets a latency round not counted, a counted one, and goes down."""
+    disk_nodes: dict[str, list[str]] = {}
+    for round_ in range(args.latency_rounds):
+        for flush in (FLUSHES if round_ % 2 == 0 else FLUSHES[::-1]):
+            cluster = cluster_up(args, flush, subnets[FLUSHES.index(flush)], scratch / f"round{round_}")
+            try:
+                latency_round(args, cluster, flush, "warm-up (not counted)", min(args.latency_seconds, 10.0))
+                latencies[flush] += latency_round(args, cluster, flush, f"{round_ + 1}/{args.latency_rounds}",
+                                                  args.latency_seconds)
+                disk_nodes[flush] = cluster.disks.nodes
+            finally:
+                cluster_down(flush, cluster)
+    return disk_nodes
+
+
+def side_by_side(args: argparse.Namespace, subnets: list[str], scratch: Path, rates: dict[str, list[Measurement]],
+                 latencies: dict[str, list[float]]) -> dict[str, list[str]]:
+    """Both clusters up at once: throughput rounds, then latency rounds, alternating."""
+    clusters: dict[str, Cluster] = {}
+    try:
+        for i, flush in enumerate(FLUSHES):
+            clusters[flush] = cluster_up(args, flush, subnets[i], scratch)
+        for flush in FLUSHES if args.rounds == 0 else ():
+            latency_round(args, clusters[flush], flush, "warm-up (not counted)", min(args.latency_seconds, 10.0))
+        for flush in FLUSHES if args.rounds > 0 else ():
+            if args.jit_warmup > 0:
+                m = measure(clusters, flush, args.producers, args.warmup, args.jit_warmup, args.linger_ms,
+                            args.queue_messages, True)
+                status(f"warm-up {flush:<6} {m.acked_per_s:>10,.0f} acked msgs/s (not counted)")
+        for round_ in range(args.rounds):
+            for flush in (FLUSHES if round_ % 2 == 0 else FLUSHES[::-1]):
+                m = measure(clusters, flush, args.producers, args.warmup, args.seconds, args.linger_ms,
+                            args.queue_messages, True)
+                rates[flush].append(m)
+                status(f"round {round_ + 1}/{args.rounds} {flush:<6} {m.acked_per_s:>10,.0f} acked msgs/s, "
+                       f"cluster CPU {m.cluster_cores:.2f} cores, machine busy {m.machine_cores:.2f}"
+                       + (f", {m.errors} errors" if m.errors else ""))
+        for round_ in range(args.latency_rounds):
+            for flush in (FLUSHES if round_ % 2 == 0 else FLUSHES[::-1]):
+                latencies[flush] += latency_round(args, clusters[flush], flush,
+                                                  f"{round_ + 1}/{args.latency_rounds}", args.latency_seconds)
+        return {flush: clusters[flush].disks.nodes for flush in FLUSHES}
+    finally:
+        for flush, cluster in clusters.items():
+            cluster_down(flush, cluster)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--system", default="kafka:3.9.1")
@@ -83,58 +169,21 @@ def main() -> None:
     parser.add_argument("--latency-rounds", type=int, default=2)
     parser.add_argument("--segment-mb", type=int, default=64)
     parser.add_argument("--subnets", nargs=2, metavar="CIDR")
+    parser.add_argument("--one-at-a-time", action="store_true",
+                        help="latency alone, only the measured cluster up (each round brings each cluster up anew)")
     args = parser.parse_args()
     subnets = args.subnets or free_subnets(2)
-    clusters: dict[str, Cluster] = {}
     rates: dict[str, list[Measurement]] = {f: [] for f in FLUSHES}
     latencies: dict[str, list[float]] = {f: [] for f in FLUSHES}
     with tempfile.TemporaryDirectory(prefix="fp-lazybench-") as scratch:
-        try:
-            for i, flush in enumerate(FLUSHES):
-                options = {"min_insync_replicas": 2, "flush": "os" if flush == "plain" else "lazy",
-                           "broker_config": {"log.segment.bytes": str(args.segment_mb << 20)}}
-                spec = ClusterSpec(f"fp-lazybench-{flush}-{os.urandom(2).hex()}", args.system, 3, "netns",
-                                   {"subnet": subnets[i]}, options)
-                started = time.monotonic()
-                clusters[flush] = Cluster.up(spec, Path(scratch) / flush,
-                                             on_step=lambda step, f=flush: status(f"{f}: {step}"))
-                clusters[flush].create_topic(TopicSpec(TOPIC, 3, 3))
-                clusters[flush].wait_for_full_isr(TOPIC)
-                status(f"{flush}: up in {time.monotonic() - started:.1f} s ({clusters[flush].bootstrap})")
-            for flush in FLUSHES if args.rounds == 0 else ():
-                samples = latency_at_rate(latency_config(clusters[flush]), TOPIC, args.rate,
-                                          min(args.latency_seconds, 10.0))
-                status(f"latency warm-up {flush:<6} p99 {percentile(samples, 99) * 1000:.2f} ms (not counted)")
-            for flush in FLUSHES if args.rounds > 0 else ():
-                if args.jit_warmup > 0:
-                    m = measure(clusters, flush, args.producers, args.warmup, args.jit_warmup, args.linger_ms,
-                                args.queue_messages, True)
-                    status(f"warm-up {flush:<6} {m.acked_per_s:>10,.0f} acked msgs/s (not counted)")
-            for round_ in range(args.rounds):
-                for flush in (FLUSHES if round_ % 2 == 0 else FLUSHES[::-1]):
-                    m = measure(clusters, flush, args.producers, args.warmup, args.seconds, args.linger_ms,
-                                args.queue_messages, True)
-                    rates[flush].append(m)
-                    status(f"round {round_ + 1}/{args.rounds} {flush:<6} {m.acked_per_s:>10,.0f} acked msgs/s, "
-                           f"cluster CPU {m.cluster_cores:.2f} cores, machine busy {m.machine_cores:.2f}"
-                           + (f", {m.errors} errors" if m.errors else ""))
-            for round_ in range(args.latency_rounds):
-                for flush in (FLUSHES if round_ % 2 == 0 else FLUSHES[::-1]):
-                    samples = latency_at_rate(latency_config(clusters[flush]), TOPIC, args.rate, args.latency_seconds)
-                    latencies[flush] += samples
-                    status(f"latency {round_ + 1}/{args.latency_rounds} {flush:<6} p50 "
-                           f"{percentile(samples, 50) * 1000:.2f} ms, p99 {percentile(samples, 99) * 1000:.2f} ms")
-            lost = {flush: clusters[flush].disks.nodes for flush in FLUSHES}
-        finally:
-            for flush, cluster in clusters.items():
-                try:
-                    cluster.down()
-                except Exception as e:  # noqa: BLE001 — the other cluster must still go down
-                    print(f"  note: taking the {flush} cluster down: {e}; run `fencepost cleanup`", file=sys.stderr)
+        if args.one_at_a_time:
+            disk_nodes = latency_one_at_a_time(args, subnets, Path(scratch), latencies)
+        else:
+            disk_nodes = side_by_side(args, subnets, Path(scratch), rates, latencies)
     print(f"\n{args.system}, 3 brokers, RF 3, min.insync.replicas 2, acks=all, 100-byte values, "
           f"{args.producers} producer(s), linger.ms {args.linger_ms}, log.segment.bytes {args.segment_mb} MiB, netns; "
           f"{datetime.now().astimezone():%Y-%m-%d %H:%M %z}, load {os.getloadavg()[0]:.1f}; lazy disks on "
-          f"{', '.join(lost['lazy'])}\n")
+          f"{', '.join(disk_nodes['lazy'])}\n")
     print("| data on | acked msgs/s (median of rounds) | rounds | "
           f"latency at {args.rate} msgs/s: p50 / p99 / max (ms) |")
     print("|---|---|---|---|")
