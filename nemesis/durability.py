@@ -38,7 +38,10 @@ loss) loses acknowledged writes with Kafka's default flush (os) and none with a 
 (`log.flush.interval.messages=1`).
 
 Steps are recorded as the other scenarios' are (nemesis/scenarios.py), plus `writeback` {nodes}
-and `power-cut` {nodes, lost}; the scenario's info value names the roles and the leaders seen.
+and `power-cut` {nodes, lost, log_bytes}; the scenario's info value names the roles and the
+leaders seen, and `premise` {met, why}: whether the cuts took what the scenario exists to test,
+from the bytes of the partition's log on each cut node before and after its cut (a leader that
+had fsynced its whole log loses nothing, and the run is valid whatever the protocol).
 """
 from __future__ import annotations
 
@@ -54,18 +57,42 @@ from nemesis.spec import FaultSpec
 
 GAP_S = 6.0  # between the followers' write-back and the leader's: above the HW checkpoint interval (5 s)
 SETTLE_S = 1.0  # after the new leader's high watermark passed the old leader's
+LOG_BYTES_TIMEOUT_S = 10.0
 
 
 class DurabilityScenario(Scenario):
     """A scenario whose steps include power cuts and write-backs of lazy disks."""
 
+    def __init__(self, spec: FaultSpec) -> None:
+        super().__init__(spec)
+        self.log_bytes: dict[str, dict[str, int | None]] = {}  # node -> its partition log's bytes before/after its cut
+
     def power_cut(self, ctx: NemesisContext, node: str) -> dict[str, int]:
         with self._step(ctx, "power-cut", {"nodes": [node]}) as op:
+            before = self.partition_log_bytes(ctx, node)
             self.down.add(node)
             loss = ctx.cluster.power_cut(node).to_json()
             self.paused.discard(node)
-            op.value = {**op.value, "lost": {node: loss}}
+            self.log_bytes[node] = {"before": before, "after": self.partition_log_bytes(ctx, node)}
+            op.value = {**op.value, "lost": {node: loss}, "log_bytes": {node: self.log_bytes[node]}}
         return loss
+
+    def partition_log_bytes(self, ctx: NemesisContext, node: str) -> int | None:
+        """The bytes of the scenario partition's log segments on the node's lazy disks as its
+        programs see them (after a cut: what was durable); None when the node cannot tell."""
+        folders = ctx.cluster.disks.disk(node).folders
+        try:
+            done = ctx.cluster.hosts[node].run(["find", *folders, "-path", f"*/{ctx.topic}-{self.partition}/*.log",
+                                                "-printf", "%s\n"], timeout=LOG_BYTES_TIMEOUT_S, check=False)
+        except (HostError, OSError):
+            return None
+        return sum(int(n) for n in done.stdout.split()) if done.ok else None
+
+    def lost_log(self, node: str) -> int | None:
+        """Bytes of the partition's log the node's cut took; None when not measured."""
+        sizes = self.log_bytes.get(node) or {}
+        before, after = sizes.get("before"), sizes.get("after")
+        return None if before is None or after is None else before - after
 
     def writeback(self, ctx: NemesisContext, nodes: list[str]) -> None:
         with self._step(ctx, "writeback", {"nodes": nodes}):
@@ -106,7 +133,7 @@ class Kip101Divergence(DurabilityScenario):
         lost = {}
         for node in [leader, *others, first]:
             lost[node] = self.power_cut(ctx, node)
-        done.update(lost=lost)
+        done.update(lost=lost, premise=self.premise(leader, first))
         for node in [first, *others]:
             self.start_node(ctx, node)
         elected = self.await_leader(ctx, (leader,))
@@ -120,6 +147,22 @@ class Kip101Divergence(DurabilityScenario):
         final = self.await_isr(ctx, leader)
         done.update(final_leader=final.leader, final_leader_epoch=final.leader_epoch)
 
+
+    def premise(self, leader: str, first: str) -> dict[str, Any]:
+        """Met when the replica that returns first lost part of its log and the old leader kept
+        more of its log on disk than it did: else nothing diverges, whatever the protocol."""
+        lost_first = self.lost_log(first)
+        kept = {node: (self.log_bytes.get(node) or {}).get("after") for node in (leader, first)}
+        if lost_first is None or kept[leader] is None or kept[first] is None:
+            return {"met": None, "why": "the partition's log on the cut replicas could not be measured"}
+        if lost_first <= 0:
+            return {"met": False, "why": f"{first}, which returns first and leads, lost none of the partition's log "
+                                         f"in its cut ({kept[first]} bytes kept): its disk had it all"}
+        if kept[leader] <= kept[first]:
+            return {"met": False, "why": f"the old leader {leader} kept {kept[leader]} bytes of the partition's log, "
+                                         f"no more than {first} ({kept[first]}): there is no tail to diverge"}
+        return {"met": True, "why": f"{first} lost {lost_first} bytes of the partition's log and kept {kept[first]}; "
+                                    f"the old leader {leader} kept {kept[leader]}"}
 
     def checkpointed_high_watermark(self, ctx: NemesisContext, node: str) -> int | None:
         """The partition's high watermark in the node's durable replication-offset-checkpoint (Kafka's
@@ -147,13 +190,25 @@ class LastReplicaStanding(DurabilityScenario):
         self.cut_off(ctx, {leader: frozenset(followers)})
         alone = self._await_isr_of_one(ctx, leader)
         done.update(isr_alone_epoch=alone.leader_epoch)
-        done.update(lost=self.power_cut(ctx, leader))
+        done.update(lost=self.power_cut(ctx, leader), premise=self.premise(leader))
         self.heal_cut(ctx)
         self.start_node(ctx, leader)
         for node in [leader, *followers]:
             self.await_isr(ctx, node)
         final = ctx.view(self.partition)
         done.update(new_leader=final.leader, new_leader_epoch=final.leader_epoch)
+
+    def premise(self, leader: str) -> dict[str, Any]:
+        """Met when the leader's cut took part of the partition's log: else a leader elected with
+        the log it had loses nothing, with or without Eligible Leader Replicas."""
+        lost = self.lost_log(leader)
+        if lost is None:
+            return {"met": None, "why": f"the partition's log on {leader} could not be measured"}
+        if lost <= 0:
+            return {"met": False, "why": f"the leader {leader}'s power cut lost none of the partition's log "
+                                         f"({(self.log_bytes[leader]).get('after')} bytes kept): it had made it "
+                                         "all durable, so no election of a shorter log was tested"}
+        return {"met": True, "why": f"the leader {leader}'s power cut took {lost} bytes of the partition's log"}
 
     def _await_isr_of_one(self, ctx: NemesisContext, leader: str) -> PartitionView:
         with self._step(ctx, "await-isr", {"partition": self.partition, "isr": [leader]}) as op:

@@ -23,5 +23,6 @@ def run_planned(spec: TestSpec, where: Path, progress: Progress | None = None) -
     return {"verdict": verdict_word(check.valid if check else None), "exit_code": outcome.exit_code,
             "anomaly_counts": dict(results.get("anomaly_counts", {})),
             "liveness": results.get("liveness") or {},
+            "premise": results.get("premise") or {},
             "run_dir": str(Path(outcome.run_dir).resolve()), "problems": list(outcome.problems),
             "timings": {k: round(v, 2) for k, v in outcome.timings.items()}}

@@ -23,6 +23,8 @@ Rules:
 3. A run's status: `crashed` (it did not finish: always a failure of the campaign);
    `unknown` (no verdict, and `unknown` not expected: a failure only with `unknown_fails`);
    `surprise` (a verdict or liveness other than expected); else `expected`.
+4. A run whose durability scenario did not set up its premise (results.json `premise`,
+   harness/check/premise.py) keeps its status; its `why` says so, since its verdict tested nothing.
 """
 from __future__ import annotations
 
@@ -126,8 +128,18 @@ def expectation_for(rules: Sequence[Rule], spec_json: Mapping[str, Any]) -> Expe
 
 
 def judge(expected: Expectation, verdict: str, liveness: Mapping[str, Any] | None,
-          unknown_fails: bool = False) -> tuple[str, str]:
-    """(status, why) of a run (rule 3); `why` says what differed, or what was as expected."""
+          unknown_fails: bool = False, premise: Mapping[str, Any] | None = None) -> tuple[str, str]:
+    """(status, why) of a run (rule 3); `why` says what differed, or what was as expected, and
+    (rule 4) that a scenario's premise was not met."""
+    status, why = _judge(expected, verdict, liveness, unknown_fails)
+    unmet = [s for s in (premise or {}).get("scenarios") or () if isinstance(s, Mapping) and s.get("met") is False]
+    if unmet and status != "crashed":
+        why += f"; premise not met: {unmet[0].get('why', '')}"
+    return status, why
+
+
+def _judge(expected: Expectation, verdict: str, liveness: Mapping[str, Any] | None,
+           unknown_fails: bool) -> tuple[str, str]:
     if verdict == "crashed":
         return "crashed", "the run crashed"
     if verdict not in expected.verdicts:
@@ -175,7 +187,8 @@ def judged_again(outcome: dict[str, Any], expected: Expectation, unknown_fails: 
     """The outcome judged by `expected` (the campaign file's expectation now): the same dict when
     neither the expectation nor the status changes, else a copy with `expected`, `status` and
     `why` replaced — a resumed campaign judges every run by the rules it has now."""
-    status, why = judge(expected, outcome.get("verdict", "crashed"), outcome.get("liveness"), unknown_fails)
+    status, why = judge(expected, outcome.get("verdict", "crashed"), outcome.get("liveness"), unknown_fails,
+                        outcome.get("premise"))
     if outcome.get("expected") == expected.to_json() and outcome.get("status") == status:
         return outcome
     return {**outcome, "expected": expected.to_json(), "status": status, "why": why}

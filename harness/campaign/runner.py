@@ -158,7 +158,7 @@ class _State:
 
     def record(self, run: PlannedRun, where: Path, fields: dict[str, Any], seconds: float) -> dict[str, Any]:
         status, why = judge(run.expected, fields.get("verdict", "crashed"), fields.get("liveness"),
-                            self.options.unknown_fails)
+                            self.options.unknown_fails, fields.get("premise"))
         outcome = {"run_id": run.run_id, "number": run.number, "settings": dict(run.settings),
                    "config": {"system": run.spec.system, "truncation": run.spec.truncation,
                               "faults": run.spec.faults or "none"},

@@ -5,7 +5,8 @@ results.json: `valid`, `anomaly_counts` (every anomaly found), `anomalies`
 `stats`, `checked` {ops, partitions, seconds} — the contract — plus `reasons`
 (why unknown), `not_conclusive` (invalid-set anomalies in partitions not fully
 read), `invalid_anomalies` (the names that make this run invalid), `errors`,
-`warnings` and `linearizability` (per partition).
+`warnings`, `liveness` (harness/check/liveness.py), `premise` (harness/check/premise.py) and
+`linearizability` (per partition).
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from harness.errors import BadInput
 from harness.rundir.history import lines_at
 from harness.check.liveness import describe as describe_liveness, liveness
 from harness.check.loading import LoadedRun
+from harness.check.premise import describe as describe_premise, premise
 from harness.rundir.atomic import write_atomically
 from harness.rundir.names import HISTORY_FILE, RESULTS_FILE
 from harness.check.verdict import Verdict
@@ -62,6 +64,7 @@ def build_results(run: LoadedRun, reports: list[PartitionReport], verdict: Verdi
         "errors": run.errors,
         "warnings": run.warnings,
         "liveness": liveness_section if liveness_section is not None else liveness(run.run_dir, run.test),
+        "premise": premise(run.run_dir),
         "linearizability": {
             partition_name(r.topic, r.partition): {
                 "linearizable": r.linearizable,
@@ -106,6 +109,8 @@ def print_summary(results: dict[str, Any], out: TextIO, results_path: Path | Non
             print(f"  error: {line}", file=out)
     for line in describe_liveness(results.get("liveness") or {}):
         print(f"liveness: {line}", file=out)
+    for line in describe_premise(results.get("premise") or {}):
+        print(f"premise: {line}", file=out)
     checked = results["checked"]
     print(f"checked {checked['ops']} ops in {checked['partitions']} partition(s) in "
           f"{checked['seconds']:.2f} s", file=out)
@@ -131,6 +136,7 @@ def summary_document(results: dict[str, Any], results_path: Path | None) -> dict
             "reasons": results["reasons"], "checked": results["checked"],
             "input_problems": {"errors": len(results["errors"]), "warnings": len(results["warnings"])},
             "liveness": results.get("liveness") or {},
+            "premise": results.get("premise") or {},
             "results": None if results_path is None else str(results_path)}
 
 
@@ -151,6 +157,9 @@ def summary_markdown(results: dict[str, Any], results_path: Path | None) -> str:
     liveness = describe_liveness(results.get("liveness") or {})
     if liveness:
         lines += ["", *(f"- liveness: {line}" for line in liveness)]
+    unmet = describe_premise(results.get("premise") or {})
+    if unmet:
+        lines += ["", *(f"- premise: {line}" for line in unmet)]
     checked = results["checked"]
     lines += ["", f"_checked {checked['ops']} ops in {checked['partitions']} partition(s)"
                   + (f"; results: `{results_path}`" if results_path is not None else "") + "_"]

@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from checkers.anomaly import DEFINITIONS
+from harness.check.premise import describe as describe_premise
 from harness.report.bands import Band
 from harness.report.history_viewer import HISTORY_PAGE
 from harness.report.inputs import RunInputs, example_targets, node_files, run_files, setting
@@ -69,6 +70,13 @@ def _header(name: str, inputs: RunInputs, results: dict[str, Any]) -> str:
              f'<a href="#run-section">the run</a> &middot; <a href="#config-section">configuration</a> &middot; '
              f'<a href="#files-section">files</a> &middot; <a href="{HISTORY_PAGE}">history viewer</a> &middot; '
              f'<a href="{TIMELINE_PAGE}">timeline</a></p>']
+    unmet = describe_premise(results.get("premise") or {})
+    if unmet:
+        items = "".join(f"<li>{esc(line)}</li>" for line in unmet)
+        parts.append(f'<p id="premise" data-premise="{esc(str((results.get("premise") or {}).get("verdict")))}">'
+                     f'<span class="verdict unknown">PREMISE NOT MET</span> <span class="muted">&mdash; a '
+                     f'scenario did not set up what it exists to test, so the verdict above says nothing about '
+                     f'it:</span></p><ul id="premise-findings">{items}</ul>')
     reasons = [str(r) for r in results.get("reasons") or []]
     if inputs.results is None:
         reasons.insert(0, "the run was not checked (no results.json)")

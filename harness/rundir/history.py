@@ -292,14 +292,16 @@ class Recorder:
 # Reading
 
 
-def iter_plain(path: Path | str) -> Iterator[Op]:
+def iter_plain(path: Path | str, containing: bytes | None = None) -> Iterator[Op]:
     """Every line of a history file that decodes to an object with the required fields (index and
     time integers, type and f strings), as an Op, unvalidated otherwise and without a word about
     the others: for passes that only observe (the liveness verdict) over files `fencepost check`
-    validates anyway."""
+    validates anyway. `containing`: only lines with these bytes are decoded."""
     loads = orjson.loads
     with open(path, "rb") as file:
         for line in file:
+            if containing is not None and containing not in line:
+                continue
             try:
                 d = loads(line)
                 index, time, process, type_, f = d["index"], d["time"], d["process"], d["type"], d["f"]
