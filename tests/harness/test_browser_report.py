@@ -10,6 +10,7 @@ load and search times; the bounds asserted are generous on purpose.
 """
 from __future__ import annotations
 
+import io
 import os
 import re
 import signal
@@ -29,6 +30,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 INVALID_RED = (0xC6, 0x28, 0x28)  # harness/report/page.py: .invalid
 VALID_GREEN = (0x2E, 0x7D, 0x32)
+UNKNOWN_ORANGE = (0xE6, 0x51, 0x00)
 READY = "document.body.dataset.ready === 'yes'"
 LONG_ERROR = ("position lost, starting over: _AUTO_OFFSET_RESET: fetch failed due to requested offset not "
               "available on the broker: Broker: Offset out of range (broker 2, offset 1234, log start "
@@ -227,6 +229,32 @@ def test_the_run_list_shows_the_run_in_red_as_invalid(served, tmp_path):
     colours = {colour: n for n, colour in Image.open(shot).convert("RGB").getcolors(1 << 24)}
     assert colours.get(INVALID_RED, 0) > 500  # the badge: about 100 x 30 px
     assert VALID_GREEN not in colours
+
+
+def test_a_scenario_whose_premise_was_not_met_is_said_under_the_verdict_in_orange(tmp_path):
+    from PIL import Image
+
+    from harness.check.checking import check_run
+    from harness.report import write_report
+    from harness.rundir.history import HistoryWriter
+
+    run_dir = planted_run(tmp_path / "results")
+    why = "the leader n1's power cut lost none of the partition's log (36864 bytes kept)"
+    with HistoryWriter(run_dir / "history.jsonl") as writer:
+        writer.append("nemesis", "info", "last-replica-standing",
+                      {"topic": "fp", "partition": 0, "premise": {"met": False, "why": why}})
+    check_run(run_dir, out=io.StringIO())
+    report = write_report(run_dir)
+    with Browser(tmp_path / "profile", width=1200, height=500) as browser:
+        browser.open(report.as_uri(), ready="document.body.dataset.imagesChecked === 'yes'")
+        assert _text(browser, "#premise span.verdict") == "PREMISE NOT MET"
+        assert why in _text(browser, "#premise-findings li")
+        tops = browser.js("['#verdict', '#premise', '#anomalies-section']"
+                          ".map(s => document.querySelector(s).getBoundingClientRect().top)")
+        assert tops == sorted(tops) and tops[1] < 500  # in sight when the page opens
+        shot = browser.screenshot(tmp_path / "premise.png")
+    colours = {colour: n for n, colour in Image.open(shot).convert("RGB").getcolors(1 << 24)}
+    assert colours.get(UNKNOWN_ORANGE, 0) > 500  # the badge
 
 
 def test_a_million_line_history_loads_and_searches_in_chromium(tmp_path):
