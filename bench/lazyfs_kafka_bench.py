@@ -26,7 +26,7 @@ lazy/plain >= 0.5, aim 0.8). Needs root (netns, FUSE), Java and Kafka's jars.
 
 Run: python bench/lazyfs_kafka_bench.py [--system kafka:3.9.1] [--seconds 10] [--warmup 3]
        [--jit-warmup 20] [--rounds 3 (0: latency alone)] [--producers 1] [--rate 2000] [--latency-seconds 20]
-       [--latency-rounds 2] [--one-at-a-time] [--segment-mb 64] [--subnets 10.77.100.0/24 10.77.101.0/24]
+       [--latency-rounds 2] [--latency-linger-ms 0] [--one-at-a-time] [--segment-mb 64] [--subnets 10.77.100.0/24 10.77.101.0/24]
 """
 from __future__ import annotations
 
@@ -66,9 +66,9 @@ def percentile(samples: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))]
 
 
-def latency_config(cluster: Cluster) -> dict[str, object]:
-    """The latency producer's settings: acks=all, each message sent at once."""
-    return {"bootstrap.servers": cluster.bootstrap, "acks": "all", "linger.ms": 0}
+def latency_config(cluster: Cluster, linger_ms: int) -> dict[str, object]:
+    """The latency producer's settings: acks=all, linger.ms as given (0: each message sent at once)."""
+    return {"bootstrap.servers": cluster.bootstrap, "acks": "all", "linger.ms": linger_ms}
 
 
 def cluster_up(args: argparse.Namespace, flush: str, subnet: str, scratch: Path) -> Cluster:
@@ -97,7 +97,7 @@ def cluster_down(flush: str, cluster: Cluster) -> None:
 
 
 def latency_round(args: argparse.Namespace, cluster: Cluster, flush: str, label: str, seconds: float) -> list[float]:
-    samples = latency_at_rate(latency_config(cluster), TOPIC, args.rate, seconds)
+    samples = latency_at_rate(latency_config(cluster, args.latency_linger_ms), TOPIC, args.rate, seconds)
     status(f"latency {label} {flush:<6} p50 {percentile(samples, 50) * 1000:.2f} ms, "
            f"p99 {percentile(samples, 99) * 1000:.2f} ms")
     return samples
@@ -167,6 +167,7 @@ def main() -> None:
     parser.add_argument("--rate", type=int, default=2000)
     parser.add_argument("--latency-seconds", type=float, default=20.0)
     parser.add_argument("--latency-rounds", type=int, default=2)
+    parser.add_argument("--latency-linger-ms", type=int, default=0)
     parser.add_argument("--segment-mb", type=int, default=64)
     parser.add_argument("--subnets", nargs=2, metavar="CIDR")
     parser.add_argument("--one-at-a-time", action="store_true",
@@ -181,7 +182,8 @@ def main() -> None:
         else:
             disk_nodes = side_by_side(args, subnets, Path(scratch), rates, latencies)
     print(f"\n{args.system}, 3 brokers, RF 3, min.insync.replicas 2, acks=all, 100-byte values, "
-          f"{args.producers} producer(s), linger.ms {args.linger_ms}, log.segment.bytes {args.segment_mb} MiB, netns; "
+          f"{args.producers} producer(s), linger.ms {args.linger_ms} (latency: {args.latency_linger_ms}"
+          f"{', one cluster up at a time' if args.one_at_a_time else ''}), log.segment.bytes {args.segment_mb} MiB, netns; "
           f"{datetime.now().astimezone():%Y-%m-%d %H:%M %z}, load {os.getloadavg()[0]:.1f}; lazy disks on "
           f"{', '.join(disk_nodes['lazy'])}\n")
     print("| data on | acked msgs/s (median of rounds) | rounds | "
