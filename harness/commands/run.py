@@ -73,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.run.runner import RunError, run_test
     from harness.run.spec import build_spec, load_toml
     from harness.check.liveness import describe as describe_liveness
+    from harness.check.premise import describe as describe_premise
     from harness.provenance import python_reader_notice
     from harness.rundir.record import verdict_word
 
@@ -110,6 +111,8 @@ def run(args: argparse.Namespace) -> int:
     if outcome.check is not None:
         for line in describe_liveness(outcome.check.results.get("liveness") or {}):
             print(f"  liveness: {line}")
+        for line in describe_premise(outcome.check.results.get("premise") or {}):
+            print(f"  premise: {line}")
     for problem in outcome.problems:
         print(f"  note: {problem}")
     print(f"run directory: {outcome.run_dir}")
