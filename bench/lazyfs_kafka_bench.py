@@ -2,7 +2,7 @@
 its data on plain disk (flush os) and on lazy disks (flush lazy), side by side in one run, and
 the latency at a fixed rate on both.
 
-Two clusters are up at once on the netns backend: --system (default kafka:3.9.1, ZooKeeper
+Two clusters are up at once on the netns backend (one with --one-at-a-time): --system (default kafka:3.9.1, ZooKeeper
 mode), 3 brokers each, topic `bench` with 3 partitions, RF 3, min.insync.replicas 2,
 `log.segment.bytes` --segment-mb on both (Kafka fsyncs a segment when it rolls, and the lazy
 filesystem holds every unsynced byte: with Kafka's 1 GiB segments a broker under full load
@@ -11,8 +11,10 @@ the clusters (plain first, then lazy first, ...), each measurement P producer pr
 (confluent-kafka, acks=all, linger.ms 5, 100-byte values) sending as fast as librdkafka takes
 them, counting what is acknowledged in --seconds after --warmup (bench/systems_bench.py's
 `measure`), after --jit-warmup seconds per cluster not counted; the table shows the medians and
-lazy/plain. (b) latency: --rate msgs/s for --latency-seconds from one producer, each message's
-time from produce() to its delivery report, on both clusters (alternating, --latency-rounds),
+lazy/plain. (b) latency: --rate msgs/s for --latency-seconds from one producer (linger.ms
+--latency-linger-ms, librdkafka's default 5: with 0 every message is a request of its own, and
+on 2 cores one cluster acknowledges about 800 such requests a second), each message's time from
+produce() to its delivery report, on both clusters (alternating, --latency-rounds),
 percentiles of all samples per cluster. `--rounds 0` measures the latency alone: no
 throughput round leaves a backlog for the latency rounds to queue behind (on 2 cores the
 throughput rounds' replication and flushing outlast them), and the warm-up is a latency round
@@ -26,7 +28,7 @@ lazy/plain >= 0.5, aim 0.8). Needs root (netns, FUSE), Java and Kafka's jars.
 
 Run: python bench/lazyfs_kafka_bench.py [--system kafka:3.9.1] [--seconds 10] [--warmup 3]
        [--jit-warmup 20] [--rounds 3 (0: latency alone)] [--producers 1] [--rate 2000] [--latency-seconds 20]
-       [--latency-rounds 2] [--latency-linger-ms 0] [--one-at-a-time] [--segment-mb 64] [--subnets 10.77.100.0/24 10.77.101.0/24]
+       [--latency-rounds 2] [--latency-linger-ms 5] [--one-at-a-time] [--segment-mb 64] [--subnets 10.77.100.0/24 10.77.101.0/24]
 """
 from __future__ import annotations
 
@@ -167,7 +169,7 @@ def main() -> None:
     parser.add_argument("--rate", type=int, default=2000)
     parser.add_argument("--latency-seconds", type=float, default=20.0)
     parser.add_argument("--latency-rounds", type=int, default=2)
-    parser.add_argument("--latency-linger-ms", type=int, default=0)
+    parser.add_argument("--latency-linger-ms", type=int, default=5)
     parser.add_argument("--segment-mb", type=int, default=64)
     parser.add_argument("--subnets", nargs=2, metavar="CIDR")
     parser.add_argument("--one-at-a-time", action="store_true",
