@@ -39,12 +39,15 @@ loss) loses acknowledged writes with Kafka's default flush (os) and none with a 
 
 Steps are recorded as the other scenarios' are (nemesis/scenarios.py), plus `writeback` {nodes}
 and `power-cut` {nodes, lost, log_bytes}; the scenario's info value names the roles and the
-leaders seen, and `premise` {met, why}: whether the cuts took what the scenario exists to test,
-from the bytes of the partition's log on each cut node before and after its cut (a leader that
-had fsynced its whole log loses nothing, and the run is valid whatever the protocol).
+leaders seen, and `premise` {met, why}: whether the cuts took what the scenario exists to test
+(a leader that had fsynced every acknowledged record loses none, and the run is valid whatever
+the protocol): last-replica-standing from the leader's durable log end after its cut against
+the high watermark when its followers were cut off; kip101-divergence from the bytes of the
+partition's log on each cut node before and after its cut.
 """
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -58,6 +61,7 @@ from nemesis.spec import FaultSpec
 GAP_S = 6.0  # between the followers' write-back and the leader's: above the HW checkpoint interval (5 s)
 SETTLE_S = 1.0  # after the new leader's high watermark passed the old leader's
 LOG_BYTES_TIMEOUT_S = 10.0
+LOG_READ_TIMEOUT_S = 60.0
 
 
 class DurabilityScenario(Scenario):
@@ -87,6 +91,26 @@ class DurabilityScenario(Scenario):
         except (HostError, OSError):
             return None
         return sum(int(n) for n in done.stdout.split()) if done.ok else None
+
+    def durable_log_end(self, ctx: NemesisContext, node: str) -> int | None:
+        """The end offset of the scenario partition's log on the node's disks (after a cut: what
+        was durable), read by `python -m broker dump-log` on the node; None when unreadable."""
+        host = ctx.cluster.hosts[node]
+        argv = [host.python, "-m", "broker", "dump-log", "--node", node]
+        for folder in ctx.cluster.disks.disk(node).folders:
+            argv += ["--data-dir", folder]
+        try:
+            done = host.run(argv, timeout=LOG_READ_TIMEOUT_S, check=False)
+        except (HostError, OSError):
+            return None
+        if done.returncode not in (0, 1):  # 1: a torn tail reported and skipped, as recovery would
+            return None
+        for line in done.stdout.splitlines():
+            if '"replica-state"' in line:
+                state = json.loads(line)
+                if state.get("topic") == ctx.topic and state.get("partition") == self.partition:
+                    return int(state["log_end_offset"])
+        return 0  # no durable directory of the partition: the cut took all of it
 
     def lost_log(self, node: str) -> int | None:
         """Bytes of the partition's log the node's cut took; None when not measured."""
@@ -188,9 +212,14 @@ class LastReplicaStanding(DurabilityScenario):
         done.update(partition=self.partition, leader=leader, followers=followers, leader_epoch=view.leader_epoch,
                     controller=controller)
         self.cut_off(ctx, {leader: frozenset(followers)})
+        # no follower fetches from here on: the high watermark stays where the followers had
+        # fetched to, the end of what was acknowledged, until the ISR shrinks to the leader
+        acknowledged = self.high_watermark(ctx)
         alone = self._await_isr_of_one(ctx, leader)
-        done.update(isr_alone_epoch=alone.leader_epoch)
-        done.update(lost=self.power_cut(ctx, leader), premise=self.premise(leader))
+        done.update(isr_alone_epoch=alone.leader_epoch, acknowledged_end=acknowledged)
+        done.update(lost=self.power_cut(ctx, leader))
+        durable_end = self.durable_log_end(ctx, leader)
+        done.update(durable_end=durable_end, premise=self.premise(leader, acknowledged, durable_end))
         self.heal_cut(ctx)
         self.start_node(ctx, leader)
         for node in [leader, *followers]:
@@ -198,17 +227,24 @@ class LastReplicaStanding(DurabilityScenario):
         final = ctx.view(self.partition)
         done.update(new_leader=final.leader, new_leader_epoch=final.leader_epoch)
 
-    def premise(self, leader: str) -> dict[str, Any]:
-        """Met when the leader's cut took part of the partition's log: else a leader elected with
-        the log it had loses nothing, with or without Eligible Leader Replicas."""
+    def premise(self, leader: str, acknowledged: int | None, durable_end: int | None) -> dict[str, Any]:
+        """Met when the leader's cut took records the followers had fetched (below the high
+        watermark it had when they were cut off: acknowledged): else a leader elected with the
+        log it kept loses nothing acknowledged, with or without Eligible Leader Replicas."""
+        if acknowledged is None or durable_end is None:
+            return {"met": None, "why": f"the partition's high watermark when the followers were cut off "
+                                        f"({acknowledged}) or its log end on {leader} after the cut ({durable_end}) "
+                                        "could not be read"}
         lost = self.lost_log(leader)
-        if lost is None:
-            return {"met": None, "why": f"the partition's log on {leader} could not be measured"}
-        if lost <= 0:
-            return {"met": False, "why": f"the leader {leader}'s power cut lost none of the partition's log "
-                                         f"({(self.log_bytes[leader]).get('after')} bytes kept): it had made it "
-                                         "all durable, so no election of a shorter log was tested"}
-        return {"met": True, "why": f"the leader {leader}'s power cut took {lost} bytes of the partition's log"}
+        took = f"took {lost} bytes of the partition's log" if lost is not None else "took"
+        if durable_end >= acknowledged:
+            return {"met": False, "why": f"the leader {leader}'s power cut {took}, but its durable log ends at "
+                                         f"offset {durable_end}, not below the high watermark {acknowledged} the "
+                                         "followers had fetched to: it had made every acknowledged record durable, "
+                                         "so no election of a shorter log was tested"}
+        return {"met": True, "why": f"the leader {leader}'s power cut {took}: its durable log ends at offset "
+                                    f"{durable_end}, below the high watermark {acknowledged} the followers had "
+                                    "fetched to"}
 
     def _await_isr_of_one(self, ctx: NemesisContext, leader: str) -> PartitionView:
         with self._step(ctx, "await-isr", {"partition": self.partition, "isr": [leader]}) as op:

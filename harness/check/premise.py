@@ -4,7 +4,8 @@ exist to test — the one owner of the section's format; the rules are in docs/C
 
 A scenario that power-cuts replicas (nemesis/durability.py) judges its own premise as it runs
 and writes it in its info line, `premise` {met, why}: `last-replica-standing` needs the leader's
-cut to take part of the partition's log, `kip101-divergence` needs the replica that returns
+cut to take acknowledged records (its durable log ends below the high watermark it had when its
+followers were cut off), `kip101-divergence` needs the replica that returns
 first to lose part of its log and the old leader to keep more than it. Where it did not, the
 run's verdict says nothing about the protocol under test: a valid run then tested nothing.
 

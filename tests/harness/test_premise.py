@@ -1,6 +1,6 @@
 """The premise of the durability scenarios (nemesis/durability.py judges it, harness/check/premise.py
-reports it): a scenario whose power cuts took none of the partition's log, or left the old leader
-no longer a tail than the replica that returns first, is reported as not met — in results.json,
+reports it): a scenario whose leader kept every acknowledged record through its power cut, or
+whose old leader kept no longer a tail than the replica that returns first, is reported as not met — in results.json,
 in `fencepost check`'s summary, on the report's first lines and in a campaign run's `why` — and
 never changes the verdict; runs whose scenarios met it, or had none, stay clean."""
 from __future__ import annotations
@@ -94,12 +94,18 @@ def lrs(before: int | None, after: int | None) -> LastReplicaStanding:
     return scenario
 
 
-def test_last_replica_standing_needs_the_leaders_cut_to_take_part_of_its_log():
-    assert lrs(90_112, 36_864).premise("n1") == {
-        "met": True, "why": "the leader n1's power cut took 53248 bytes of the partition's log"}
-    unmet = lrs(36_864, 36_864).premise("n1")
-    assert unmet["met"] is False and "lost none of the partition's log (36864 bytes kept)" in unmet["why"]
-    assert lrs(None, 36_864).premise("n1")["met"] is None
+def test_last_replica_standing_needs_the_leaders_cut_to_take_acknowledged_records():
+    met = lrs(90_112, 36_864).premise("n1", acknowledged=400, durable_end=160)
+    assert met == {"met": True, "why": "the leader n1's power cut took 53248 bytes of the partition's log: its "
+                                       "durable log ends at offset 160, below the high watermark 400 the "
+                                       "followers had fetched to"}
+    # the own broker with a fsync a second: the cut took one unacknowledged batch (73 bytes)
+    unmet = lrs(24_599, 24_526).premise("n1", acknowledged=330, durable_end=330)
+    assert unmet["met"] is False and "took 73 bytes" in unmet["why"] and "not below the high watermark 330" \
+        in unmet["why"]
+    assert lrs(100, 100).premise("n1", acknowledged=330, durable_end=331)["met"] is False
+    assert lrs(100, 50).premise("n1", acknowledged=None, durable_end=3)["met"] is None
+    assert lrs(100, 50).premise("n1", acknowledged=330, durable_end=None)["met"] is None
 
 
 def kip101(sizes: dict[str, tuple[int | None, int | None]]) -> Kip101Divergence:
