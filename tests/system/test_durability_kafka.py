@@ -14,13 +14,12 @@ durability"); a scenario that did not run to its end fails the test rather than 
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import orjson
 import pytest
 
-from tests.support.cli import fencepost
+from tests.support.durability_support import lazy_run, scenario_info
 from tests.support.kafka_support import needs_root_and_java, rechecked
 from tests.support.lazyfs_support import needs_fuse
 
@@ -31,49 +30,10 @@ SUBNET = "10.77.75.0/24"
 
 def run(tmp_path: Path, name: str, system: str, fault: str, script: list[dict], *, time_limit: float = 40,
         partitions: int = 3, system_options: dict | None = None) -> Path:
-    """One `fencepost run` with the nodes on lazy disks; its run directory (exit 0 or 1 asserted)."""
     needs_root_and_java()
     needs_fuse()
-    config = tmp_path / f"{name}.toml"
-    options = ", ".join(f"{k} = {json.dumps(v) if not isinstance(v, dict) else inline(v)}"
-                        for k, v in (system_options or {}).items())
-    steps = ", ".join(f'{{ at = {s["at"]}, action = "{s["action"]}" }}' for s in script)
-    config.write_text(f'''name = "{name}"
-system = "{system}"
-backend = "netns"
-backend_options = {{ subnet = "{SUBNET}" }}
-system_options = {{ {options} }}
-flush = "lazy"
-time_limit = {time_limit}
-rate = 200
-results = "{tmp_path / 'results'}"
-[topic]
-partitions = {partitions}
-[nemesis]
-faults = "{fault}"
-schedule = "scripted"
-script = [{steps}]
-''')
-    done = fencepost(tmp_path, "run", "--config", str(config), timeout=900)
-    assert done.returncode in (0, 1), (done.stdout[-3000:], done.stderr[-3000:])
-    (run_dir,) = (tmp_path / "results" / name).glob("2*")
-    test = orjson.loads((run_dir / "test.json").read_bytes())
-    assert test["flush"] == "lazy" and test["versions"]["flush"] == "lazy"
-    assert test["versions"]["lazy_model"] == "journal"
-    return run_dir
-
-
-def inline(table: dict) -> str:
-    return "{ " + ", ".join(f"{json.dumps(k)} = {json.dumps(v)}" for k, v in table.items()) + " }"
-
-
-def scenario_info(run_dir: Path, name: str) -> dict:
-    """The info line of the scenario (or fault): it ran to its end, without an error."""
-    infos = [op for line in (run_dir / "history.jsonl").read_text().splitlines()
-             if (op := json.loads(line))["process"] == "nemesis" and op["f"] == name and op["type"] == "info"]
-    assert infos, f"no {name} in the history"
-    assert "error" not in infos[0], infos[0]
-    return infos[0]["value"]
+    return lazy_run(tmp_path, name, system, SUBNET, fault, script, time_limit=time_limit, partitions=partitions,
+                    system_options=system_options).run_dir
 
 
 def counts(run_dir: Path) -> dict[str, int]:

@@ -11,10 +11,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import orjson
 import pytest
 
-from tests.support.cli import fencepost
+from tests.support.durability_support import lazy_run, scenario_info
 from tests.support.kafka_support import rechecked
 from tests.support.lazyfs_support import needs_fuse
 
@@ -23,42 +22,22 @@ pytestmark = [pytest.mark.integration, pytest.mark.root, pytest.mark.slow]
 SUBNET = "10.77.76.0/24"
 
 
-def run(tmp_path: Path, name: str, options: str) -> tuple[Path, str]:
-    """One `fencepost run` of last-replica-standing at 5 s: its run directory and its stdout."""
+def run(tmp_path: Path, name: str, system_options: dict) -> tuple[Path, str]:
+    """One run of last-replica-standing at 5 s: its run directory and its stdout."""
     if os.geteuid() != 0:
         pytest.skip("the netns backend needs root")
     needs_fuse()
-    config = tmp_path / f"{name}.toml"
-    config.write_text(f'''name = "{name}"
-system = "own"
-backend = "netns"
-backend_options = {{ subnet = "{SUBNET}" }}
-system_options = {{ {options} }}
-flush = "lazy"
-time_limit = 30
-rate = 200
-results = "{tmp_path / 'results'}"
-[nemesis]
-faults = "last-replica-standing"
-schedule = "scripted"
-script = [{{ at = 5, action = "start last-replica-standing" }}]
-''')
-    done = fencepost(tmp_path, "run", "--config", str(config), timeout=600)
-    assert done.returncode in (0, 1), (done.stdout[-3000:], done.stderr[-3000:])
-    run_dir = next((tmp_path / "results" / name).glob("2*"))
-    return run_dir, done.stdout
+    done = lazy_run(tmp_path, name, "own", SUBNET, "last-replica-standing",
+                    [{"at": 5, "action": "start last-replica-standing"}], time_limit=30, system_options=system_options)
+    return done.run_dir, done.stdout
 
 
 def scenario_premise(run_dir: Path) -> dict:
-    infos = [op for line in (run_dir / "history.jsonl").read_bytes().splitlines()
-             if (op := orjson.loads(line))["process"] == "nemesis" and op["type"] == "info"
-             and op["f"] == "last-replica-standing"]
-    assert len(infos) == 1 and "error" not in infos[0], infos
-    return infos[0]["value"]["premise"]
+    return scenario_info(run_dir, "last-replica-standing")["premise"]
 
 
 def test_a_leader_that_fsynced_its_whole_log_tests_nothing_and_the_run_says_so(tmp_path):
-    run_dir, out = run(tmp_path, "own-lrs-fsync-a-second", "")
+    run_dir, out = run(tmp_path, "own-lrs-fsync-a-second", {})
     premise = scenario_premise(run_dir)
     assert premise["met"] is False and "not below the high watermark" in premise["why"], premise
     results = rechecked(run_dir)
@@ -67,7 +46,7 @@ def test_a_leader_that_fsynced_its_whole_log_tests_nothing_and_the_run_says_so(t
 
 
 def test_a_leader_that_loses_part_of_its_log_is_elected_again_and_acked_writes_are_lost(tmp_path):
-    run_dir, out = run(tmp_path, "own-lrs-fsync-a-minute", "flush_interval_ms = 60000")
+    run_dir, out = run(tmp_path, "own-lrs-fsync-a-minute", {"flush_interval_ms": 60000})
     premise = scenario_premise(run_dir)
     assert premise["met"] is True and "below the high watermark" in premise["why"], premise
     results = rechecked(run_dir)
