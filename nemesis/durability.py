@@ -94,19 +94,13 @@ class DurabilityScenario(Scenario):
 
     def durable_log_end(self, ctx: NemesisContext, node: str) -> int | None:
         """The end offset of the scenario partition's log on the node's disks (after a cut: what
-        was durable), read by `python -m broker dump-log` on the node; None when unreadable."""
-        host = ctx.cluster.hosts[node]
-        argv = [host.python, "-m", "broker", "dump-log", "--node", node]
-        for folder in ctx.cluster.disks.disk(node).folders:
-            argv += ["--data-dir", folder]
+        was durable), from the system's reading of its replica logs; None when unreadable."""
         try:
-            done = host.run(argv, timeout=LOG_READ_TIMEOUT_S, check=False)
+            lines = ctx.cluster.system.replica_log_lines(ctx.cluster.hosts[node], LOG_READ_TIMEOUT_S)
         except (HostError, OSError):
             return None
-        if done.returncode not in (0, 1):  # 1: a torn tail reported and skipped, as recovery would
-            return None
-        for line in done.stdout.splitlines():
-            if '"replica-state"' in line:
+        for line in lines:
+            if b'"replica-state"' in line:
                 state = json.loads(line)
                 if state.get("topic") == ctx.topic and state.get("partition") == self.partition:
                     return int(state["log_end_offset"])
@@ -170,7 +164,6 @@ class Kip101Divergence(DurabilityScenario):
         self.start_node(ctx, leader)
         final = self.await_isr(ctx, leader)
         done.update(final_leader=final.leader, final_leader_epoch=final.leader_epoch)
-
 
     def premise(self, leader: str, first: str) -> dict[str, Any]:
         """Met when the replica that returns first lost part of its log and the old leader kept
