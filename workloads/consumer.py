@@ -43,6 +43,15 @@ done)` does the same on purpose (Jepsen's `--crash-clients`).
 `begin(process, done)` runs one operation in the caller's thread and calls
 `done(process, type)` once, with the type of that operation (the assign ops
 recorded after a poll are not reported).
+
+Client logs (workloads/client_log.py): with `options.debug` (librdkafka debug contexts) and
+a `client_logs` folder, each process's consumer logs into a ring of `debug_lines` lines,
+beside a note of every poll's outcome, written to `<client_logs>/<process>.log` when the
+consumer is stuck, crashed, or did not close in time. Stuck (the online twin of the
+liveness checker's stuck-consumer, harness/check/liveness.py): for `stuck_s` seconds, a
+partition the consumer holds had an acknowledged record above the highest offset it had
+read (`acked()`: partition -> highest acknowledged offset, the producers'), and no poll
+returned a record of it. The harness log says so once per episode, naming the file.
 """
 from __future__ import annotations
 
@@ -51,10 +60,12 @@ import random
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
+from workloads.client_log import DEFAULT_LINES, ClientLog
 from workloads.closing import close_within
 from workloads.messages import poll_record
 from workloads.recording import ClientRecorder, Done, WorkloadConfigError
@@ -66,6 +77,7 @@ POSITION_LOST = frozenset((KafkaError._AUTO_OFFSET_RESET, KafkaError._LOG_TRUNCA
 COMMITTED_TIMEOUT_S = 5.0
 COMMIT_WAIT_S = 1.0  # a synchronous commit is waited for this long; it may land later (`info`)
 NOTES_KEPT = 3  # transient errors named in one poll's `error`
+STUCK_S = 10.0  # the liveness checker's stuck_lag_s default (harness/check/liveness.py)
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +95,9 @@ class ConsumerOptions:
     subscribe_p: float = 0.5  # mixed mode: the chance that a process opening its consumer subscribes
     commit_interval_s: float = 1.0  # a subscribed member commits what it read at most this often (0: each poll)
     librdkafka: Mapping[str, Any] = field(default_factory=dict)
+    debug: str = ""  # librdkafka debug contexts into each client's log ring ("": no client logs)
+    debug_lines: int = DEFAULT_LINES  # lines each client's ring holds
+    stuck_s: float = STUCK_S  # no record of a partition behind the acknowledged writes this long: stuck
 
     def check(self) -> None:
         if self.mode not in CONSUMER_MODES:
@@ -99,26 +114,38 @@ class ConsumerOptions:
             raise WorkloadConfigError(f"consumer poll_interval_s = {self.poll_interval_s!r}: give seconds > 0")
         if not self.topic:
             raise WorkloadConfigError("consumer topic is empty: name the topic to read")
+        if isinstance(self.debug_lines, bool) or not isinstance(self.debug_lines, int) or self.debug_lines < 1:
+            raise WorkloadConfigError(f"consumer debug_lines = {self.debug_lines!r}: give a whole number >= 1")
+        if not isinstance(self.stuck_s, (int, float)) or not self.stuck_s > 0:
+            raise WorkloadConfigError(f"consumer stuck_s = {self.stuck_s!r}: give seconds > 0")
 
-    def config(self, bootstrap: str, process: int, subscribing: bool | None = None) -> dict[str, Any]:
+    def config(self, bootstrap: str, process: int, subscribing: bool | None = None,
+               logger: Any = None) -> dict[str, Any]:
         """The librdkafka settings of `process`'s consumer (`subscribing`: its mode now, by
-        default the options' own; commits are made and recorded by the workload)."""
+        default the options' own; commits are made and recorded by the workload); with a
+        `logger` and `debug`, librdkafka's debug lines go to it (after `librdkafka`, which
+        may quieten the log level)."""
         subscribing = self.mode == "subscribe" if subscribing is None else subscribing
+        logging_to = {"debug": self.debug, "log_level": 7, "logger": logger} if logger is not None and self.debug \
+            else {}
         return {"bootstrap.servers": bootstrap, "client.id": f"fencepost-{process}",
                 # assign mode uses no group; librdkafka still wants an id
                 "group.id": self.group if subscribing else f"{self.group}-{process}",
                 "enable.auto.commit": False, "auto.offset.reset": "error",
-                "enable.partition.eof": False, **self.librdkafka}
+                "enable.partition.eof": False, **self.librdkafka, **logging_to}
 
 
 class _Client:
     """One process's consumer and what its librdkafka callbacks left for the workload."""
 
     __slots__ = ("process", "consumer", "rebalances", "carried", "subscribed", "read", "last_commit",
-                 "committing", "held", "reached")
+                 "committing", "held", "reached", "log", "progress", "stuck")
 
-    def __init__(self, process: int) -> None:
+    def __init__(self, process: int, log: ClientLog | None = None) -> None:
         self.process = process
+        self.log = log  # its client log (one per process, across the consumers it opens), or None
+        self.progress: dict[tuple[str, int], float] = {}  # partition -> when it last read it or was not behind
+        self.stuck: str | None = None  # why it is stuck now (a flushed episode), or None
         self.consumer: Consumer | None = None
         self.rebalances: list[dict[str, Any]] = []  # assign values, in callback order
         self.carried: Any = None  # a message that came after a rebalance: the next poll's first
@@ -139,7 +166,8 @@ class ConsumerWorkload:
 
     def __init__(self, bootstrap: str, recorder: ClientRecorder, partitions: Sequence[int],
                  processes: Sequence[int], options: ConsumerOptions = ConsumerOptions(), seed: int = 0,
-                 clock: Callable[[], float] | None = None) -> None:
+                 clock: Callable[[], float] | None = None, client_logs: Path | None = None,
+                 acked: Callable[[], Mapping[int, int]] | None = None) -> None:
         options.check()
         if not partitions:
             raise WorkloadConfigError(f"the consumer needs the partitions of topic {options.topic!r}; got none")
@@ -151,7 +179,10 @@ class ConsumerWorkload:
         self.processes = tuple(processes)
         self.partitions = tuple(sorted(partitions))
         self._topic = options.topic
-        self._clients = {p: _Client(p) for p in self.processes}
+        self._clients = {p: _Client(p, ClientLog(p, client_logs / f"{p}.log", options.debug_lines)
+                                    if client_logs is not None and options.debug else None)
+                         for p in self.processes}
+        self._acked = acked
         self._closed = False
         self._rng = random.Random(f"{seed}/consumers")  # mixed mode's draws
         self._clock = clock or time.monotonic
@@ -162,7 +193,7 @@ class ConsumerWorkload:
     def _check_config(self) -> None:
         """A consumer built and closed now, so that settings librdkafka refuses are a
         WorkloadConfigError here rather than a `fail` of every operation later."""
-        config = self.options.config(self.bootstrap, self.processes[0])
+        config = self.options.config(self.bootstrap, self.processes[0], logger=_DISCARD)
         try:
             consumer = Consumer(config)
         except KafkaException as e:
@@ -192,7 +223,9 @@ class ConsumerWorkload:
     def _open(self, client: _Client) -> str:
         mode = self.options.mode
         subscribing = mode == "subscribe" or (mode == "mixed" and self._rng.random() < self.options.subscribe_p)
-        config = self.options.config(self.bootstrap, client.process, subscribing)
+        config = self.options.config(self.bootstrap, client.process, subscribing, logger=client.log)
+        if client.log is not None:
+            client.log.note(f"opening a consumer ({'subscribe' if subscribing else 'assign'})")
         if not subscribing:
             value = {"partitions": [[self._topic, p] for p in self.partitions], "from": "beginning"}
             handle = self.recorder.invoke(client.process, "assign", value)
@@ -218,6 +251,7 @@ class ConsumerWorkload:
         client.read = {}
         client.reached = {}
         client.held = () if subscribing else tuple((self._topic, p) for p in self.partitions)
+        client.progress = {}
         self.recorder.complete(handle, "ok", value)
         return "ok"
 
@@ -229,6 +263,7 @@ class ConsumerWorkload:
         client.read = {}
         client.held = tuple((tp.topic, tp.partition) for tp in parts)
         client.reached = {}
+        client.progress = {}
         try:
             committed = consumer.committed(parts, timeout=COMMITTED_TIMEOUT_S)
         except KafkaException as e:
@@ -286,9 +321,11 @@ class ConsumerWorkload:
             # outcome of the poll is unknown.
             self.recorder.complete(handle, "info", None,
                                    error=f"the consumer failed: {_describe(e)} ({len(records)} records read)")
+            self._flush(client, f"the consumer failed: {_describe(e)}")
             self._crash(client, _describe(e))
             return "info"
         self.recorder.complete(handle, "ok", {"records": records}, error="; ".join(notes) or None)
+        self._watch(client, records, notes, lost)
         self._record_rebalances(client)
         if lost is not None:
             self._start_over(client, lost)
@@ -373,6 +410,53 @@ class ConsumerWorkload:
             return
         self.recorder.complete(handle, "ok", value, error=f"position lost, starting over: {why}")
 
+    # -- client logs -----------------------------------------------------------------------
+
+    def _watch(self, client: _Client, records: list[dict[str, Any]], notes: list[str], lost: str | None) -> None:
+        """Note the poll in the client's log; flush the log when the client became stuck."""
+        if client.log is not None:
+            if records:
+                top: dict[int, int] = {}
+                for r in records:
+                    top[r["partition"]] = max(top.get(r["partition"], -1), r["offset"])
+                summary = ", ".join(f"{self._topic}-{p} to {o}" for p, o in sorted(top.items()))
+                client.log.note(f"poll: {len(records)} records ({summary})")
+            else:
+                client.log.note("poll: 0 records")
+            for note in notes:
+                client.log.note(f"poll error event: {note}")
+            if lost:
+                client.log.note(f"poll: position lost: {lost}")
+        if self._acked is None:
+            return
+        now = self._clock()
+        acked = self._acked()
+        read = {(r["topic"], r["partition"]) for r in records}
+        behind = []
+        for key in client.held:
+            top = acked.get(key[1], -1)
+            if key in read or top <= client.reached.get(key, -1):
+                client.progress[key] = now
+            elif now - client.progress.setdefault(key, now) >= self.options.stuck_s:
+                behind.append(f"{key[0]}-{key[1]} (read to {client.reached.get(key, -1)}, "
+                              f"acknowledged to {top}, no record for {now - client.progress[key]:.0f} s)")
+        if behind and client.stuck is None:
+            client.stuck = "stuck: " + "; ".join(behind)
+            where = self._flush(client, client.stuck)
+            log.warning("consumer %s %s%s", client.process, client.stuck,
+                        f"; its client log: {where}" if where else "")
+        elif not behind and client.stuck is not None:
+            client.stuck = None
+            if client.log is not None:
+                client.log.note("no longer stuck: every partition it holds read or caught up")
+
+    @staticmethod
+    def _flush(client: _Client, why: str) -> Path | None:
+        if client.log is None:
+            return None
+        client.log.note(why)
+        return client.log.flush(why)
+
     def _crash(self, client: _Client, why: str) -> None:
         handle = self.recorder.invoke(client.process, "crash", None)
         self._close_consumer(client)
@@ -395,14 +479,18 @@ class ConsumerWorkload:
             log.warning("consumer %s: a commit did not end within %.0f s; the consumer is abandoned, "
                         "not closed", client.process, COMMITTED_TIMEOUT_S)
             consumer = None
-        if consumer is not None:
-            close_within(consumer, what=f"consumer {client.process}")
+        if consumer is not None and not close_within(consumer, what=f"consumer {client.process}"):
+            ConsumerWorkload._flush(client, "the consumer did not close in time; abandoned")
+        if client.log is not None:
+            client.log.close()
         client.rebalances.clear()  # also the revoke that close() itself reports
         client.carried = None
         client.read = {}
         client.subscribed = False
         client.held = ()
         client.reached = {}
+        client.progress = {}
+        client.stuck = None
 
     def caught_up(self, targets: Mapping[int, int]) -> bool:
         """Whether the consumers have read, of each partition, up to the offset `targets` gives
@@ -423,6 +511,16 @@ class ConsumerWorkload:
         self._closed = True
         for client in self._clients.values():
             self._close_consumer(client)
+
+
+class _Discard:
+    """A logger that keeps nothing (the settings probe's)."""
+
+    def log(self, level: int, fmt: str, *args: Any) -> None:
+        pass
+
+
+_DISCARD = _Discard()
 
 
 def _describe(e: BaseException) -> str:

@@ -34,7 +34,7 @@ from harness.run.progress import Progress, Status
 from harness.run.spec import TestSpec, cluster_options
 from harness.rundir.atomic import write_atomically
 from harness.rundir.final import add_final_lines
-from harness.rundir.names import FINAL_FILE, HISTORY_FILE, LOG_FILE, NODES_DIR, TEST_FILE
+from harness.rundir.names import CLIENTS_DIR, FINAL_FILE, HISTORY_FILE, LOG_FILE, NODES_DIR, TEST_FILE
 from harness.rundir.store import close_logger, new_run_dir, run_logger
 from harness.run.traffic import Traffic, start_traffic, write_final_reads
 from harness.rundir.record import verdict_word
@@ -180,7 +180,7 @@ def _main_heal_and_final_reads(spec: TestSpec, cluster: Cluster, recorder: Recor
     except ClusterConfigError as e:
         raise BadInput(str(e)) from None
     partitions = cluster.partitions(spec.topic.name)
-    traffic = start_traffic(spec, cluster.bootstrap, recorder, partitions)
+    traffic = start_traffic(spec, cluster.bootstrap, recorder, partitions, client_logs=run_dir / CLIENTS_DIR)
     heal = nemesis.heal if nemesis is not None else (lambda: cluster.heal(spec.timeouts.heal))
     with HealGuard(heal) as guard:
         progress.phase("main")

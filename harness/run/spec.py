@@ -18,6 +18,7 @@ from typing import Any, Mapping
 from clusters import BACKENDS, FLUSH_MODES as FLUSHES, TRUNCATIONS, default_truncation, is_kafka, netns_unavailable
 from harness.errors import BadInput
 from nemesis.spec import LAZY_FAULTS
+from workloads.client_log import DEFAULT_DEBUG, DEFAULT_LINES, check_debug
 
 SCHEDULES = ("fixed", "random", "scripted")
 CONSUMER_MODES = ("assign", "subscribe", "mixed")
@@ -87,6 +88,8 @@ PER_PROCESS_UP_TO = 10
 class ClientSettings:
     producer: str = ""  # "": per-process up to PER_PROCESS_UP_TO processes, else shared; or either named
     crash_interval: float = 0.0  # mean seconds between client crashes (Jepsen's --crash-clients); 0: none
+    debug: str = DEFAULT_DEBUG  # librdkafka debug contexts kept per consumer (workloads/client_log.py); "": none
+    debug_lines: int = DEFAULT_LINES  # lines of each consumer's log ring, written to clients/ when it is in trouble
 
 
 @dataclass(frozen=True)
@@ -314,6 +317,8 @@ def _checked(spec: TestSpec) -> TestSpec:
          f"clients.producer = {k.producer!r}: choose one of {', '.join(PRODUCER_CLIENTS)}")
     need(0 <= k.crash_interval <= MAX_SECONDS,
          f"clients.crash_interval = {k.crash_interval:g}: give mean seconds between client crashes, 0 for none")
+    need(check_debug(k.debug) is None, f"clients.debug = {k.debug!r}: {check_debug(k.debug)}")
+    need(1 <= k.debug_lines <= 10_000_000, f"clients.debug_lines = {k.debug_lines}: give 1..10000000 lines per client")
     for phase in fields(PhaseTimeouts):
         seconds = getattr(spec.timeouts, phase.name)
         need(0 < seconds <= MAX_SECONDS, f"timeouts.{phase.name} = {seconds:g}: give seconds > 0, at most {MAX_SECONDS:g}")

@@ -73,7 +73,9 @@ class Traffic:
         self.scheduler.close(timeout)
 
 
-def start_traffic(spec: TestSpec, bootstrap: str, recorder: Recorder, partitions: Sequence[int]) -> Traffic:
+def start_traffic(spec: TestSpec, bootstrap: str, recorder: Recorder, partitions: Sequence[int],
+                  client_logs: Path | None = None) -> Traffic:
+    """`client_logs`: the folder of the consumers' client logs (workloads/client_log.py), or None."""
     plan = plan_processes(spec.concurrency, spec.consumer.processes)
     p = spec.producer
     try:
@@ -90,8 +92,10 @@ def start_traffic(spec: TestSpec, bootstrap: str, recorder: Recorder, partitions
         if spec.consumer.processes:
             c = spec.consumer
             options = ConsumerOptions(topic=spec.topic.name, mode=c.mode, group=c.group, subscribe_p=c.subscribe_p,
-                                      commit_interval_s=c.commit_interval, librdkafka=QUIET_CLIENTS)
-            consumer = ConsumerWorkload(bootstrap, recorder, partitions, plan.consumers, options, seed=spec.seed)
+                                      commit_interval_s=c.commit_interval, librdkafka=QUIET_CLIENTS,
+                                      debug=spec.clients.debug, debug_lines=spec.clients.debug_lines)
+            consumer = ConsumerWorkload(bootstrap, recorder, partitions, plan.consumers, options, seed=spec.seed,
+                                        client_logs=client_logs, acked=lambda: producer.highest_acked)
             lanes.append(Lane(consumer, consumer.poll_rate))
     except WorkloadConfigError as e:
         raise BadInput(str(e)) from None

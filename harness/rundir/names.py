@@ -13,6 +13,7 @@ RESULTS_FILE = "results.json"  # the checker's verdict (fencepost check)
 REPORT_FILE = "report.html"  # the report (fencepost report)
 LOG_FILE = "fencepost.log"  # the harness's own log of the run
 NODES_DIR = "nodes"  # each node's logs, collected at teardown
+CLIENTS_DIR = "clients"  # <process>.log: a client's debug log, written when it was stuck, crashed or not closed
 LATEST = "latest"  # the symlink to the newest run (or campaign)
 
 # A campaign directory: `<results>/campaigns/<name>/<stamp>-<6 hex>/` holds its plan and, per
