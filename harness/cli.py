@@ -13,7 +13,7 @@ import traceback
 from typing import NoReturn, Sequence
 
 from harness.commands import command_modules, examples
-from harness.errors import EXIT_BAD_INPUT, EXIT_CRASH, BadInput
+from harness.errors import EXIT_BAD_INPUT, EXIT_CRASH, BadInput, printable
 from harness.processes.pipes import outputs_that_may_close
 
 
@@ -32,7 +32,7 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
-        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
+        self.exit(EXIT_BAD_INPUT, printable(f"{self.prog}: error: {message}\n"))
 
 
 class _Version(argparse.Action):
@@ -90,15 +90,15 @@ def _main(argv: Sequence[str] | None) -> int:
             parser.print_help(sys.stderr)
             return EXIT_BAD_INPUT
         return args.run(args)
-    except BadInput as e:
-        print(f"fencepost: {e}", file=sys.stderr)
+    except BadInput as e:  # messages carry values of the input: printed escaped (errors.printable)
+        print(printable(f"fencepost: {e}"), file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("fencepost: interrupted", file=sys.stderr)
         return 130
     except Exception as e:  # the catch-all (docs/FORMATS.md, exit codes): the harness itself failed
-        print(f"fencepost crashed: {type(e).__name__}: {e}", file=sys.stderr)
-        traceback.print_exc(file=sys.stderr)
+        print(printable(f"fencepost crashed: {type(e).__name__}: {e}"), file=sys.stderr)
+        print(printable(traceback.format_exc()), file=sys.stderr, end="")
         return EXIT_CRASH
 
 
@@ -107,7 +107,7 @@ def _exit_status(code: object) -> int:
         return 0
     if isinstance(code, int):
         return code
-    print(code, file=sys.stderr)
+    print(printable(str(code)), file=sys.stderr)
     return EXIT_BAD_INPUT
 
 

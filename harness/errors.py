@@ -8,6 +8,7 @@ still be read: errors (they make a verdict `unknown`) and warnings (they do not)
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,16 +78,49 @@ def _with_overflow(kept: list[str], count: int, what: str) -> list[str]:
     return list(kept)
 
 
+# What a terminal would act on rather than show: C0 controls, DEL and C1 controls (Cc), the
+# line and paragraph separators, bidirectional embeddings, overrides, isolates and marks,
+# zero-width and other invisible format characters (Cf, U+2028/2029), lone surrogates (which
+# cannot even be encoded), and the tag characters outside the BMP.
+_UNPRINTABLE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\xad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e"
+    "\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\ud800-\udfff"
+    "\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
+    "\U000e0001\U000e0020-\U000e007f]")
+_UNPRINTABLE_OR_LINE = re.compile(_UNPRINTABLE.pattern[:-1] + "\n\t]")
+
+
+def printable(text: str, newlines: bool = True) -> str:
+    """`text` as it may reach a terminal: every character a terminal would act on rather than
+    show (ESC, CR, BEL, backspace, DEL, C1 controls, U+2028/2029, bidi overrides and isolates,
+    zero-width characters; and, unless `newlines`, newline and tab) written as JSON's escape of
+    it (\\u001b; outside the BMP a surrogate pair), so that inside a JSON string the escape
+    means the character again. Everything else, other scripts and emoji too, is left as it is.
+    Every message that carries bytes of a run directory or a spec to stdout or stderr goes
+    through here (the CLI's error printing, `check`'s summary, `trace`, `compare`, `serve`'s log)."""
+    pattern = _UNPRINTABLE if newlines else _UNPRINTABLE_OR_LINE
+    return pattern.sub(_escape, text)
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code > 0xFFFF:
+        code -= 0x10000
+        return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+    return f"\\u{code:04x}"
+
+
 def show(value: Any, limit: int = 80) -> str:
-    """A value as JSON, cut to `limit` characters, for an error message."""
+    """A value as JSON, cut to `limit` characters, for an error message (`printable`, on one line)."""
     try:
         text = orjson.dumps(value).decode()
     except TypeError:
         text = repr(value)
+    text = printable(text, newlines=False)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def clip(line: bytes, limit: int = 80) -> str:
-    """A raw input line, cut to `limit` characters, for an error message."""
-    text = line.rstrip(b"\n").decode("utf-8", "replace")
+    """A raw input line, cut to `limit` characters, for an error message (`printable`, on one line)."""
+    text = printable(line.rstrip(b"\n").decode("utf-8", "replace"), newlines=False)
     return text if len(text) <= limit else text[: limit - 3] + "..."

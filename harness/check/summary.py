@@ -17,7 +17,7 @@ from typing import Any, TextIO
 import orjson
 
 from checkers.check import PartitionReport
-from harness.errors import BadInput
+from harness.errors import BadInput, printable
 from harness.rundir.history import lines_at
 from harness.check.liveness import describe as describe_liveness, liveness
 from harness.check.loading import LoadedRun
@@ -92,35 +92,40 @@ def to_json(document: Any) -> bytes:
 
 
 def print_summary(results: dict[str, Any], out: TextIO, results_path: Path | None) -> None:
-    """A table (anomaly, count, one example on one line), the verdict, where results are."""
+    """A table (anomaly, count, one example on one line), the verdict, where results are; every
+    line escaped (errors.printable: the examples and input errors quote the run's files)."""
+
+    def say(line: str) -> None:
+        print(printable(line, newlines=False), file=out)
+
     counts = results["anomaly_counts"]
     if counts:
         width = max(len("anomaly"), *(len(name) for name in counts))
-        print(f"{'anomaly':<{width}}  {'count':>7}  example", file=out)
+        say(f"{'anomaly':<{width}}  {'count':>7}  example")
         for name, n in counts.items():
             example = results["anomalies"].get(name, [{}])[0]
-            print(f"{name:<{width}}  {n:>7}  {one_line(example)}", file=out)
+            say(f"{name:<{width}}  {n:>7}  {one_line(example)}")
     else:
-        print("no anomalies found", file=out)
+        say("no anomalies found")
     errors, warnings = len(results["errors"]), len(results["warnings"])
     if errors or warnings:
-        print(f"input problems: {errors} error(s), {warnings} warning(s) (see results.json)", file=out)
+        say(f"input problems: {errors} error(s), {warnings} warning(s) (see results.json)")
         for line in results["errors"][:3]:
-            print(f"  error: {line}", file=out)
+            say(f"  error: {line}")
     for line in describe_liveness(results.get("liveness") or {}):
-        print(f"liveness: {line}", file=out)
+        say(f"liveness: {line}")
     for line in describe_premise(results.get("premise") or {}):
-        print(f"premise: {line}", file=out)
+        say(f"premise: {line}")
     checked = results["checked"]
-    print(f"checked {checked['ops']} ops in {checked['partitions']} partition(s) in "
-          f"{checked['seconds']:.2f} s", file=out)
+    say(f"checked {checked['ops']} ops in {checked['partitions']} partition(s) in "
+        f"{checked['seconds']:.2f} s")
     valid = results["valid"]
-    print(f"verdict: {verdict_word(valid).upper()} (valid: {orjson.dumps(valid).decode()})", file=out)
+    say(f"verdict: {verdict_word(valid).upper()} (valid: {orjson.dumps(valid).decode()})")
     if valid is not True:
         for reason in results["reasons"]:
-            print(f"  - {reason}", file=out)
+            say(f"  - {reason}")
     if results_path is not None:
-        print(f"results: {results_path}", file=out)
+        say(f"results: {results_path}")
 
 
 SUMMARY_FORMATS = ("text", "json", "markdown")
@@ -163,7 +168,7 @@ def summary_markdown(results: dict[str, Any], results_path: Path | None) -> str:
     checked = results["checked"]
     lines += ["", f"_checked {checked['ops']} ops in {checked['partitions']} partition(s)"
                   + (f"; results: `{results_path}`" if results_path is not None else "") + "_"]
-    return "\n".join(lines) + "\n"
+    return printable("\n".join(lines) + "\n")
 
 
 def _attach_ops(history: Path, examples: dict[str, list[dict[str, Any]]]) -> None:

@@ -61,30 +61,31 @@ def run(args: argparse.Namespace) -> int:
 
 def print_trace(trace, run_dir: Path, out) -> None:
     """The trace as the terminal shows it: the events, then final.jsonl per offset."""
+    from harness.errors import printable
     target = trace.target
-    print(f"trace of {target.describe()} in {run_dir}", file=out)
+    print(printable(f"trace of {target.describe()} in {run_dir}"), file=out)  # the run's text, escaped
     print(f"\n{'time (s)':>12}  {'line(s)':<15} {'process':<8} what", file=out)
     for event in trace.events:
         lines = "-".join(map(str, event.lines))
-        print(f"{event.time / 1e9:12.6f}  {lines:<15} {event.process:<8} {event.what}", file=out)
+        print(printable(f"{event.time / 1e9:12.6f}  {lines:<15} {event.process:<8} {event.what}", False), file=out)
     if not trace.final_present:
         print("\nfinal.jsonl: missing (the run stopped before its final reads); nothing after the run to show",
               file=out)
         return
     for final in trace.finals:
         topic, partition, offset = final.place
-        print(f"\nfinal.jsonl at {topic}-{partition} offset {offset}:", file=out)
+        print(printable(f"\nfinal.jsonl at {topic}-{partition} offset {offset}:"), file=out)
         print(f"  {'final read':<12} {_held(final.read, target.value)}{_completeness(final.read_complete)}",
               file=out)
         for replica in final.replicas:
             hw = replica.high_watermark
             below = "" if hw is None else (" (offset below it: committed)" if offset < hw else " (offset at or above it)")
-            print(f"  {replica.node:<12} {_held(replica.value, target.value)}, leader epoch "
+            print(f"  {printable(str(replica.node), False):<12} {_held(replica.value, target.value)}, leader epoch "
                   f"{'-' if replica.epoch is None else replica.epoch}, high watermark "
                   f"{'-' if hw is None else hw}{below}, log end {replica.log_end_offset}", file=out)
     if target.value is not None:
         where = ", ".join(f"{t}-{p} offset {o}" for t, p, o in trace.held_at) or "nowhere"
-        print(f"\nthe final read holds {target.value!r} at: {where}", file=out)
+        print(printable(f"\nthe final read holds {target.value!r} at: {where}"), file=out)
 
 
 def _held(value: str | None, wanted: str | None) -> str:
