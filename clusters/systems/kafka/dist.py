@@ -9,11 +9,22 @@ never resolved again while that stays the same; a failed or interrupted resoluti
 nothing behind. Or an unpacked distribution (`KAFKA_HOME` or `--kafka-home`) supplies `libs/`.
 Missing Java or Maven, a version that is no release and an unreachable repository are
 ClusterConfigErrors (exit 254) that say what to do.
+
+The jars are verified: Maven downloads with strict checksums (`--strict-checksums`: a jar whose
+bytes do not match the repository's checksum fails the resolution), and a finished folder holds
+`manifest.json`, each jar's SHA-256 and size, written atomically with the marker once Maven is
+done. Every use hashes every jar again (a 3.9.1 folder, 46 MB, in about 0.05 s) and refuses a
+folder whose jars differ from its manifest (a jar changed, added or removed) or that has no
+manifest (an interrupted copy, or a folder made before jars were checked), saying to delete the
+folder so the next run resolves it again.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -26,6 +37,9 @@ from clusters.errors import ClusterConfigError
 from clusters.systems.kafka.release import Release
 
 MARKER = "resolved"
+MANIFEST = "manifest.json"  # each jar's SHA-256 and size, written once the resolution is complete
+MANIFEST_FORMAT = 1
+LIBS = "libs"
 JAVA_VERSION = re.compile(r'version "([^"]+)"')
 JAVA_TIMEOUT_S = 20.0
 MAVEN_TIMEOUT_S = 900.0
@@ -36,6 +50,7 @@ UNREACHABLE = re.compile(r"Could not transfer|transfer failed|Connect to |Connec
                          r"UnknownHost|Network is unreachable|timed out|offline mode|"
                          r"No plugin found for prefix", re.I)
 
+CHECKSUM_FAILED = re.compile(r"Checksum validation failed|checksum failed|ChecksumFailure", re.I)
 BROKER_JAR = re.compile(r"kafka_(2\.\d+)-(\d+\.\d+\.\d+(?:\.\d+)?)\.jar")
 
 
@@ -71,10 +86,97 @@ def resolve(version: str | None, kafka_home: str | None = None, cache: Path | No
     require_java()
     release.check_java(java_version())
     folder = (cache or cache_root()) / version
-    marker = folder / MARKER
-    if marker.exists() and marker.read_text() == recipe(release):
-        return KafkaDistribution(version, str(folder / "libs"), release.scala)
+    if cached_recipe(folder) == recipe(release):
+        verify_cache(folder, release)
+        return KafkaDistribution(version, str(folder / LIBS), release.scala)
+    if (folder.exists() or folder.is_symlink()) and cached_recipe(folder) is None:
+        raise ClusterConfigError(tampered(folder, release, f"it has no {MARKER} marker: a resolution was "
+                                                           "interrupted or the folder was made by hand"))
     return resolve_with_maven(release, folder, say)
+
+
+def cached_recipe(folder: Path) -> str | None:
+    """The recipe a cache folder's marker names; None without a readable marker."""
+    try:
+        return (folder / MARKER).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def tampered(folder: Path, release: Release, why: str) -> str:
+    """The refusal of a cache folder that cannot be trusted, with the fix."""
+    return (f"the Kafka {release} jar cache {folder} cannot be trusted: {why}. Delete it (rm -r {shlex.quote(str(folder))}) and "
+            f"run again: fencepost then resolves kafka:{release} again with Maven, checksums checked "
+            "(docs/KAFKA.md, \"The jars\")")
+
+
+def jar_digests(libs: Path) -> dict[str, dict[str, object]]:
+    """Every file in `libs` -> its SHA-256 and size (a folder or a link to one counts as a file
+    that cannot be read, so it never matches a manifest)."""
+    found: dict[str, dict[str, object]] = {}
+    for path in sorted(libs.iterdir()):
+        try:
+            with open(path, "rb") as f:
+                digest = hashlib.file_digest(f, "sha256").hexdigest()
+                size = os.fstat(f.fileno()).st_size
+        except OSError as e:
+            digest, size = f"unreadable ({e.strerror})", -1
+        found[path.name] = {"sha256": digest, "size": size}
+    return found
+
+
+def manifest(release: Release, libs: Path) -> dict[str, object]:
+    return {"format": MANIFEST_FORMAT, "kafka": release.text, "recipe": recipe(release).splitlines(),
+            "jars": jar_digests(libs)}
+
+
+def verify_cache(folder: Path, release: Release) -> None:
+    """Refuse (ClusterConfigError with the fix) a cache folder whose jars are not exactly those its
+    manifest names with the bytes it names, or that has no manifest."""
+    path = folder / MANIFEST
+    try:
+        recorded = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        raise ClusterConfigError(tampered(folder, release, f"it has no {MANIFEST} (the SHA-256 of each jar): "
+                                                           "it was made by a fencepost from before jars were "
+                                                           "checked, or its resolution was interrupted")) from None
+    except (OSError, ValueError) as e:
+        raise ClusterConfigError(tampered(folder, release, f"its {MANIFEST} cannot be read ({e})")) from None
+    jars = recorded.get("jars") if isinstance(recorded, dict) else None
+    if (not isinstance(jars, dict) or recorded.get("format") != MANIFEST_FORMAT
+            or recorded.get("recipe") != recipe(release).splitlines()):
+        raise ClusterConfigError(tampered(folder, release, f"its {MANIFEST} is not the one fencepost writes for "
+                                                           f"kafka:{release}"))
+    libs = folder / LIBS
+    try:
+        found = jar_digests(libs)
+    except OSError as e:
+        raise ClusterConfigError(tampered(folder, release, f"its {LIBS} folder cannot be read ({e.strerror})")) from None
+    problems = [f"{LIBS}/{name} is not in the manifest (added)" for name in sorted(set(found) - set(jars))]
+    problems += [f"{LIBS}/{name} is missing" for name in sorted(set(jars) - set(found))]
+    problems += [f"{LIBS}/{name} changed (SHA-256 {found[name]['sha256']}, size {found[name]['size']}; the "
+                 f"manifest says {_recorded(jars[name])})"
+                 for name in sorted(set(found) & set(jars)) if found[name] != jars[name]]
+    if problems:
+        more = f" and {len(problems) - 3} more" if len(problems) > 3 else ""
+        raise ClusterConfigError(tampered(folder, release, "its jars are not the ones Maven resolved: "
+                                                           + "; ".join(problems[:3]) + more))
+
+
+def _recorded(entry: object) -> str:
+    if isinstance(entry, dict):
+        return f"SHA-256 {entry.get('sha256')}, size {entry.get('size')}"
+    return repr(entry)[:80]
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """`path` holds `data` whole or is left as it was: a temporary file, fsynced, renamed."""
+    tmp = path.with_name(f".{path.name}.partial")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
 
 
 def from_home(home: Path, version: str | None) -> KafkaDistribution:
@@ -152,25 +254,37 @@ def resolve_with_maven(release: Release, folder: Path, say) -> KafkaDistribution
         say(f"resolving Apache Kafka {version} with Maven into {folder} (once) ...")
         started = time.monotonic()
         try:
-            done = subprocess.run([mvn, "-B", "-q", "-U", "dependency:copy-dependencies",
-                                   "-DoutputDirectory=libs", "-DincludeScope=runtime"],
+            done = subprocess.run([mvn, "-B", "-q", "-U", "--strict-checksums", "dependency:copy-dependencies",
+                                   f"-DoutputDirectory={LIBS}", "-DincludeScope=runtime"],
                                   cwd=work, capture_output=True, text=True, timeout=MAVEN_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             raise ClusterConfigError(f"Maven did not resolve kafka:{version} within {MAVEN_TIMEOUT_S:g}s: "
                                      "is the Maven repository reachable?") from None
         if done.returncode != 0:
             raise ClusterConfigError(maven_failure(release, done.stdout + done.stderr))
-        if not list((work / "libs").glob(f"{broker_artifact(release)}-*.jar")):
+        if not list((work / LIBS).glob(f"{broker_artifact(release)}-*.jar")):
             raise ClusterConfigError(f"Maven finished but no {broker_artifact(release)} jar for {version} is in "
-                                     f"{work / 'libs'}")
-        (work / MARKER).write_text(recipe(release))
-        if folder.exists():  # resolved from another recipe (an older fencepost), or half made
+                                     f"{work / LIBS}")
+        # the manifest once Maven is done, then the marker: a folder is whole with both, and the
+        # work folder becomes the cache folder in one rename
+        write_atomically(work / MANIFEST, json.dumps(manifest(release, work / LIBS), indent=1).encode() + b"\n")
+        write_atomically(work / MARKER, recipe(release).encode())
+        if folder.exists():  # resolved from another recipe (an older fencepost)
             shutil.rmtree(folder)
         os.replace(work, folder)
+        _fsync_folder(folder.parent)
         say(f"resolved Apache Kafka {version} in {time.monotonic() - started:.1f}s")
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return KafkaDistribution(version, str(folder / "libs"), release.scala)
+    return KafkaDistribution(version, str(folder / LIBS), release.scala)
+
+
+def _fsync_folder(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def maven_failure(release: Release, output: str) -> str:
@@ -179,7 +293,13 @@ def maven_failure(release: Release, output: str) -> str:
     output = ANSI_ESCAPE.sub("", output)
     errors = [line.removeprefix("[ERROR] ").strip() for line in output.splitlines() if "[ERROR]" in line]
     first = next((e for e in errors if e), output.strip()[-500:])
-    # Unreachable first: a failed download names the artifact it wanted, kafka_2.13's pom included.
+    # A checksum refused first (Maven says it "could not transfer" that artifact too), then unreachable:
+    # a failed download names the artifact it wanted, kafka_2.13's pom included.
+    if CHECKSUM_FAILED.search(output):
+        return (f"kafka:{version}: Maven refused a download whose checksum does not match the repository's "
+                f"({first}): the download was cut or something between altered it; run again, and if it "
+                "persists check the mirror or proxy in ~/.m2/settings.xml, or give an unpacked distribution "
+                "with --kafka-home DIR")
     if UNREACHABLE.search(output):
         return (f"kafka:{version}: Maven could not reach its repository ({first}); check the network or "
                 "the proxy in ~/.m2/settings.xml, or give an unpacked distribution with --kafka-home DIR")
