@@ -227,6 +227,8 @@ def _main_heal_and_final_reads(spec: TestSpec, cluster: Cluster, recorder: Recor
     if nemesis is not None and nemesis.errors:
         outcome.problems += [f"nemesis: {e}" for e in nemesis.errors]
     traffic.close(spec.timeouts.final_read)
+    for path, whys in traffic.consumer.client_logs() if traffic.consumer is not None else ():
+        log.warning("client log %s: %s", path.relative_to(run_dir), "; ".join(whys))
     _finish_halting(cluster, outcome, log)
     progress.phase("quiesce")
     try:

@@ -74,11 +74,14 @@ def test_a_consumer_behind_acknowledged_writes_writes_its_log_only_when_stuck(tm
                                     ConsumerOptions(topic="t", debug=DEFAULT_DEBUG, stuck_s=0.5,
                                                     librdkafka={"log_level": 0}),
                                     client_logs=clients, acked=lambda: acked)
-        _poll_for(workload, 1.2)
+        _poll_for(workload, 1.0)
         workload.close(5)
     if not stuck:
         assert not clients.exists(), "a consumer with nothing to read is not stuck"
+        assert workload.client_logs() == []
         return
+    [(path, whys)] = workload.client_logs()
+    assert path == clients / "1000.log" and whys[0].startswith("stuck: t-0 (read to -1, acknowledged to 5, ")
     text = (clients / "1000.log").read_text()
     assert text.startswith("=== ") and "client 1000 flushed: stuck: t-0 (read to -1, acknowledged to 5, " \
         "no record for " in text.splitlines()[0]
