@@ -71,6 +71,7 @@ class ClientLog:
         self._lock = threading.Lock()
         self._file: Any = None
         self._seen = 0  # lines given since the last flush (ring or file)
+        self.total = 0  # lines given, ever (a run's cost figure: docs/WORKLOADS.md)
         self._streamed = 0
         self.flushes: list[str] = []  # why each flush was made, in order
 
@@ -88,6 +89,7 @@ class ClientLog:
         self._add((self._clock(), "NOTE", "fencepost", text))
 
     def _add(self, line: tuple[float, str, str, str]) -> None:
+        self.total += 1
         if self._file is None:
             self._ring.append(line)  # deque.append is atomic: no lock on the hot path
             self._seen += 1

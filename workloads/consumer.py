@@ -506,6 +506,10 @@ class ConsumerWorkload:
                     return False
         return held >= set(self.partitions)
 
+    def client_log_lines(self) -> dict[int, int]:
+        """Lines each process's client log was given (kept or not), by process."""
+        return {c.process: c.log.total for c in self._clients.values() if c.log is not None}
+
     def client_logs(self) -> list[tuple[Path, list[str]]]:
         """The client logs written so far: (file, why each flush was made), by process."""
         return [(c.log.path, list(c.log.flushes)) for c in self._clients.values() if c.log is not None and c.log.flushed]

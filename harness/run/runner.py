@@ -227,6 +227,9 @@ def _main_heal_and_final_reads(spec: TestSpec, cluster: Cluster, recorder: Recor
     if nemesis is not None and nemesis.errors:
         outcome.problems += [f"nemesis: {e}" for e in nemesis.errors]
     traffic.close(spec.timeouts.final_read)
+    if traffic.consumer is not None and traffic.consumer.client_log_lines():
+        log.info("client log lines (kept in rings, written only for a client in trouble): %s",
+                 traffic.consumer.client_log_lines())
     for path, whys in traffic.consumer.client_logs() if traffic.consumer is not None else ():
         log.warning("client log %s: %s", path.relative_to(run_dir), "; ".join(whys))
     _finish_halting(cluster, outcome, log)

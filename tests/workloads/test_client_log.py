@@ -83,6 +83,7 @@ def test_a_consumer_behind_acknowledged_writes_writes_its_log_only_when_stuck(tm
     [(path, whys)] = workload.client_logs()
     assert path == clients / "1000.log" and whys[0].startswith("stuck: t-0 (read to -1, acknowledged to 5, ")
     text = (clients / "1000.log").read_text()
+    assert workload.client_log_lines()[1000] >= len(text.splitlines()) - 1
     assert text.startswith("=== ") and "client 1000 flushed: stuck: t-0 (read to -1, acknowledged to 5, " \
         "no record for " in text.splitlines()[0]
     assert "NOTE fencepost poll: 0 records" in text and " DEBUG " in text
