@@ -13,14 +13,13 @@ Rules:
 """
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
 from pathlib import Path
 
 from urllib.parse import quote
 
 from harness.index.tree import CampaignInfo, RunInfo, scan
-from harness.report.page import esc, href, page
+from harness.report.page import esc, href, json_script, page, script_json
 from harness.rundir.atomic import write_atomically
 from harness.rundir.store import format_time
 
@@ -119,7 +118,6 @@ def refresh_index(results: Path) -> Path | None:
 
 def index_html(results: Path, runs: list[RunInfo], campaigns: list[CampaignInfo]) -> str:
     data = {"runs": [_row(r) for r in runs]}
-    blob = json.dumps(data).replace("</", "<\\/")
     body = [f"<h1>fencepost results</h1><p class=\"muted\">{len(runs)} run(s) and {len(campaigns)} campaign(s) "
             f"in <code>{esc(results.resolve())}</code>, newest first. This page is a file: it works from a copied "
             f"folder or a downloaded artifact.</p>"]
@@ -128,8 +126,8 @@ def index_html(results: Path, runs: list[RunInfo], campaigns: list[CampaignInfo]
     body.append('<h2>Runs</h2><div id="filters"></div><p><label>search <input id="search" type="search" '
                 'placeholder="words in the run\'s path"></label> <span id="shown" class="muted"></span></p>')
     body.append(_runs(runs))
-    body.append(f'<script type="application/json" id="index-data">{blob}</script>')
-    return page("fencepost results", "\n".join(body), STYLE, SCRIPT.replace("%FILTERS%", json.dumps(list(FILTERS))))
+    body.append(json_script("index-data", data))
+    return page("fencepost results", "\n".join(body), STYLE, SCRIPT.replace("%FILTERS%", script_json(list(FILTERS))))
 
 
 def _row(run: RunInfo) -> dict:

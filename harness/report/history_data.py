@@ -40,6 +40,7 @@ import orjson
 
 from harness.rundir.history import NEMESIS, TYPES, Op
 from harness.report.bands import NemesisOp, pair_actions
+from harness.report.page import json_script
 from harness.report.scan import NO_TIME, ScannedHistory
 
 COLUMNS = ("line", "dt", "proc", "type", "f", "part", "err", "pair")
@@ -58,8 +59,7 @@ class HistoryBlobs:
 
     def script_tags(self, with_text: bool = True) -> str:
         """The data as the pages embed it (see the module doc)."""
-        meta = orjson.dumps(self.meta).decode().replace("</", "<\\/")
-        tags = [f'<script type="application/json" id="history-meta">{meta}</script>',
+        tags = [json_script("history-meta", self.meta),
                 f'<script type="application/octet-stream" id="history-cols">'
                 f'{base64.b64encode(self.columns).decode("ascii")}</script>']
         if with_text:

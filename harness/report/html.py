@@ -306,43 +306,65 @@ _LIVENESS_KINDS = {
 
 
 def _liveness(results: dict[str, Any]) -> str:
-    """The liveness verdict (beside safety, never part of the verdict above) and its findings."""
+    """The liveness verdict (beside safety, never part of the verdict above) and its findings.
+    results.json may come from anywhere: every value is escaped, a number shown only if it is one."""
     section = results.get("liveness")
     head = '<h2 id="liveness-section">Liveness</h2>'
     if not isinstance(section, dict):
         return head + '<p class="muted">Not judged (no liveness section in results.json).</p>'
     verdict = section.get("verdict") or ("failed" if section.get("findings") else "ok")
-    th = section.get("thresholds") or {}
-    colour = {"ok": "valid", "failed": "invalid"}.get(verdict, "unknown")
+    th = _dict(section.get("thresholds"))
+    colour = {"ok": "valid", "failed": "invalid"}.get(verdict, "unknown") if isinstance(verdict, str) else "unknown"
     parts = [head, f'<p id="liveness-verdict">liveness: <span class="verdict {colour}" data-liveness="{esc(verdict)}">{esc(str(verdict).upper())}'
                    f'</span> <span class="muted">&mdash; whether the cluster went on working: a verdict of its '
                    f'own, beside safety, never part of the verdict above</span></p>']
-    kinds = section.get("kinds") or {}
+    kinds = _dict(section.get("kinds"))
     rows = "".join(f"<tr><td>{esc(kind)}</td><td>{esc(why)}</td><td>{_count(kinds.get(kind, 0))}</td></tr>"
                    for kind, why in _LIVENESS_KINDS.items())
     parts.append(f'<table id="liveness-kinds"><tr><th>finding</th><th>meaning</th><th>count</th></tr>{rows}</table>')
     if th:
-        parts.append(f'<p class="muted">Thresholds: no ack for {th.get("unavailable_s", "?")} s outside every '
-                     f'fault band and the {th.get("grace_s", "?")} s after it; a lag above '
-                     f'{th.get("stuck_lag_s", "?")} s.</p>')
+        parts.append(f'<p class="muted">Thresholds: no ack for {_g(th.get("unavailable_s", "?"))} s outside every '
+                     f'fault band and the {_g(th.get("grace_s", "?"))} s after it; a lag above '
+                     f'{_g(th.get("stuck_lag_s", "?"))} s.</p>')
     items = [f"<li>{esc(m.get('node', ''))}: <code>{esc(m.get('line', ''))}</code></li>"
-             for m in section.get("fatal_markers") or []]
-    items += [f"<li>{esc(w['partition'])}: no write acknowledged from {w['from_s']:g} s to {w['to_s']:g} s; "
-              f"from {w['unexplained'][0]:g} s to {w['unexplained'][1]:g} s no fault explains it</li>"
-              for w in section.get("unavailable") or []]
-    recovery = section.get("recovery") or {}
+             for m in _list(section.get("fatal_markers")) if isinstance(m, dict)]
+    items += [f"<li>{esc(w.get('partition'))}: no write acknowledged from {_g(w.get('from_s'))} s to "
+              f"{_g(w.get('to_s'))} s; from {_g(_at(w.get('unexplained'), 0))} s to "
+              f"{_g(_at(w.get('unexplained'), 1))} s no fault explains it</li>"
+              for w in _list(section.get("unavailable")) if isinstance(w, dict)]
+    recovery = _dict(section.get("recovery"))
     items += [f"<li>{esc(key)}: no write acknowledged after the final heal</li>"
-              for key, seconds in (recovery.get("partitions") or {}).items() if seconds is None]
-    items += [f"<li>consumer {esc(str(c['process']))}: {c['lag_s']:g} s behind at its last poll "
-              f"({c['last_poll_s']:g} s; worst {c['worst_lag_s']:g} s)</li>" for c in section.get("stuck_consumers") or []]
+              for key, seconds in _dict(recovery.get("partitions")).items() if seconds is None]
+    items += [f"<li>consumer {esc(str(c.get('process')))}: {_g(c.get('lag_s'))} s behind at its last poll "
+              f"({_g(c.get('last_poll_s'))} s; worst {_g(c.get('worst_lag_s'))} s)</li>"
+              for c in _list(section.get("stuck_consumers")) if isinstance(c, dict)]
     if items:
         parts.append(f'<ul id="liveness-findings">{"".join(items)}</ul>')
-    done = {k: v for k, v in (recovery.get("partitions") or {}).items() if v is not None}
+    done = {k: v for k, v in _dict(recovery.get("partitions")).items() if v is not None}
     if done:
-        shown = ", ".join(f"{esc(k)} {v:g} s" for k, v in done.items())
-        parts.append(f'<p class="muted">Recovery: from the final heal ({recovery.get("healed_at_s", 0):g} s) to '
+        shown = ", ".join(f"{esc(k)} {_g(v)} s" for k, v in done.items())
+        parts.append(f'<p class="muted">Recovery: from the final heal ({_g(recovery.get("healed_at_s", 0))} s) to '
                      f'the first acknowledged write: {shown}.</p>')
     return "".join(parts)
+
+
+def _g(value: Any) -> str:
+    """A number as `:g` shows it; anything else escaped as it is."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f"{value:g}"
+    return esc(value)
+
+
+def _dict(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list:
+    return value if isinstance(value, list) else []
+
+
+def _at(value: Any, i: int) -> Any:
+    return value[i] if isinstance(value, list) and len(value) > i else "?"
 
 
 def _plots(plots: list[PlotFile]) -> str:

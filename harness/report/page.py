@@ -1,13 +1,15 @@
 """What the HTML pages of fencepost share (the report, the history viewer, the run
 list of `fencepost serve`): the page frame with its inline style sheet (pages are
-self-contained: no external CSS, JS or fonts), escaping, relative links, and the
-verdict's words and colours.
+self-contained: no external CSS, JS or fonts), escaping, data embedded in a script
+element (`script_json`), relative links, and the verdict's words and colours.
 """
 from __future__ import annotations
 
 import html
 from typing import Any
 from urllib.parse import quote
+
+import orjson
 
 from harness.rundir.record import verdict_word
 
@@ -56,6 +58,26 @@ window.addEventListener("load", function () {
 
 def esc(value: Any) -> str:
     return html.escape(str(value), quote=True)
+
+
+# In a script element's text the HTML parser acts on `</script` (the end), and on `<!--`
+# followed by `<script` (after which it skips the next `</script>`): with `<`, `>` and `&`
+# written as JSON escapes neither can occur. U+2028/2029 too, for older JavaScript parsers.
+_SCRIPT_ESCAPES = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u0026",
+                   0x2028: "\\u2028", 0x2029: "\\u2029"}
+
+
+def script_json(value: Any) -> str:
+    """`value` as JSON text to put between `<script type="application/json" id=...>` and
+    `</script>`: whatever strings it holds, it cannot end or change the script element, and
+    JSON.parse of the element's text gives `value` back. Every page that embeds data uses it."""
+    text = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+    return text.translate(_SCRIPT_ESCAPES)
+
+
+def json_script(element_id: str, value: Any) -> str:
+    """The whole element: `<script type="application/json" id="ELEMENT_ID">` and `script_json`."""
+    return f'<script type="application/json" id="{esc(element_id)}">{script_json(value)}</script>'
 
 
 def href(relative_path: str) -> str:

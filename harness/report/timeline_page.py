@@ -15,12 +15,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import orjson
-
 from harness.report.bands import SCENARIO, Band
 from harness.report.colours import TYPE_COLOURS, fault_colour
 from harness.report.history_data import DECODE_JS, HistoryBlobs
-from harness.report.page import esc, page
+from harness.report.page import esc, json_script, page
 from harness.rundir.atomic import write_atomically
 
 TIMELINE_PAGE = "timeline.html"
@@ -53,8 +51,8 @@ drag: pan; double click: the whole run.</p>
 <button type="button" id="zoom-in">zoom in</button> <button type="button" id="zoom-out">zoom out</button>
 <button type="button" id="whole">whole run</button> <span id="status">Loading&hellip;</span></div>
 <div id="wrap"><canvas id="timeline"></canvas><div id="tip" hidden></div></div>
-<script type="application/json" id="timeline-bands">{bands}</script>
-<script type="application/json" id="timeline-colours">{colours}</script>
+{bands}
+{colours}
 {data}
 """
 
@@ -284,13 +282,10 @@ def write_timeline_page(run_dir: Path, blobs: HistoryBlobs, bands: list[Band]) -
                   b.label + (f" (in {b.scenario})" if b.scenario and b.kind != SCENARIO else "")] for b in bands]
     with_text = len(blobs.text) <= TEXT_LIMIT
     body = _BODY.format(run=esc(run_dir.name), legend=legend,
-                        bands=_json(band_list), colours=_json({"types": TYPE_COLOURS, "faults": faults,
-                                                      "nemesis": NEMESIS_COLOUR}),
+                        bands=json_script("timeline-bands", band_list),
+                        colours=json_script("timeline-colours", {"types": TYPE_COLOURS, "faults": faults,
+                                                                 "nemesis": NEMESIS_COLOUR}),
                         data=blobs.script_tags(with_text=with_text))
     path = run_dir / TIMELINE_PAGE
     write_atomically(path, page(f"timeline {run_dir.name}", body, _STYLE, _SCRIPT))
     return path
-
-
-def _json(value: object) -> str:
-    return orjson.dumps(value).decode().replace("</", "<\\/")
