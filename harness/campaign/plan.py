@@ -39,7 +39,7 @@ from typing import Any, Mapping
 
 from harness.campaign.expect import Expectation, check_rules, expectation_for, parse_rules
 from harness.errors import BadInput
-from harness.run.spec import TestSpec, build_spec, load_toml
+from harness.run.spec import MAX_NAME, TestSpec, build_spec, load_toml, name_problem
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 UNSAFE = re.compile(r"[^A-Za-z0-9_.=+-]+")
@@ -107,8 +107,14 @@ def load_campaign(path: Path) -> Campaign:
         raise BadInput(f"{path}: unknown key {unknown[0]!r}: a campaign file has name, baseline, [base], "
                        "[matrix], [[cases]] and [[expect]]")
     name = data.get("name", path.stem)
-    if not isinstance(name, str) or not NAME.fullmatch(name):
-        raise BadInput(f"{path}: name = {name!r}: give a folder name (letters, digits, '_', '.', '-')")
+    valid_form = isinstance(name, str) and NAME.fullmatch(name) is not None
+    problem = name_problem(name) if valid_form else (
+        f"give a folder name: letters, digits, '_', '.' and '-', starting with a letter or digit, at most "
+        f"{MAX_NAME} characters")
+    if problem is not None:
+        key = "name" if "name" in data else "name (the file's own name, as it sets none)"
+        shown = repr(name) if len(repr(name)) <= 60 else f"{repr(name)[:57]}...' ({len(name)} characters)"
+        raise BadInput(f"{path}: {key} = {shown}: {problem} (a campaign's runs go in RESULTS/campaigns/NAME/)")
     base = data.get("base", {})
     matrix = data.get("matrix", {})
     if not isinstance(base, dict) or not isinstance(matrix, dict):

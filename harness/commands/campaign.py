@@ -60,16 +60,14 @@ def run(args: argparse.Namespace) -> int:
     from harness.campaign.execute import run_planned
     from harness.campaign.plan import PlannedRun, Shard, load_campaign
     from harness.campaign.runner import Options, campaign_dir, run_campaign
-    from harness.campaign.slots import first_subnet, slot_subnet
+    from harness.campaign.slots import check_slots
     from harness.index.page import refresh_index
 
     campaign = load_campaign(args.file)
     if args.shard:
         campaign = campaign.sharded(Shard.parse(args.shard))
-    if args.subnet or args.parallel > 1:
-        first = first_subnet(campaign.runs[0].spec, args.subnet) if campaign.runs else None
-        if first is not None:
-            slot_subnet(first, args.parallel - 1)  # refused now (exit 254) if the slots do not fit
+    # every slot's subnet, for every run, refused now (exit 254, --plan too) if a backend would refuse it
+    check_slots([run.spec for run in campaign.runs], args.subnet, args.parallel)
     if args.plan:
         return _print_plan(campaign, args)
     directory = campaign_dir(args.results, campaign, args.resume)

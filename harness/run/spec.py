@@ -17,6 +17,7 @@ from typing import Any, Mapping
 
 from clusters import BACKENDS, FLUSH_MODES as FLUSHES, TRUNCATIONS, default_truncation, is_kafka, netns_unavailable
 from harness.errors import BadInput
+from harness.rundir.names import RESERVED_NAMES
 from nemesis.spec import LAZY_FAULTS
 from workloads.client_log import DEFAULT_DEBUG, DEFAULT_LINES, check_debug
 
@@ -30,7 +31,8 @@ MAX_RATE = 1_000_000.0
 MAX_NODES = 250  # a /24 test subnet holds 253 hosts: brokers, controllers and the bridge
 MAX_PROCESSES = 1000
 MAX_PARTITIONS = 10_000
-MAX_NAME = 100
+MAX_NAME = 100  # a test's or campaign's name: characters, and bytes in UTF-8 (a folder name holds 255)
+MAX_NAME_BYTES = 200
 TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")  # Kafka's rule for topic names
 INT32_MAX = 2**31 - 1
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
@@ -263,10 +265,8 @@ def _checked(spec: TestSpec) -> TestSpec:
     def need(ok: bool, message: str) -> None:
         if not ok:
             raise BadInput(message)
-    need(bool(spec.name) and "/" not in spec.name and not spec.name.startswith(".") and spec.name != "latest"
-         and len(spec.name) <= MAX_NAME and spec.name.isprintable(),
-         f"name = {spec.name!r}: a test name is a folder name under results/ (printable, no '/', not starting "
-         f"with '.', not 'latest', at most {MAX_NAME} characters)")
+    problem = name_problem(spec.name)
+    need(problem is None, f"name = {_shown(spec.name)}: {problem} (a test's runs go in RESULTS/NAME/)")
     need(spec.backend in BACKENDS, f"backend = {spec.backend!r}: choose one of {', '.join(BACKENDS)}")
     need(spec.truncation in TRUNCATIONS, f"truncation = {spec.truncation!r}: choose one of {', '.join(TRUNCATIONS)}")
     need(spec.flush in FLUSHES, f"flush = {spec.flush!r}: choose one of {', '.join(FLUSHES)}")
@@ -329,6 +329,30 @@ def _checked(spec: TestSpec) -> TestSpec:
         need(INT64_MIN <= value <= INT64_MAX,
              f"{where} = {value}: give a whole number that fits in 64 bits (test.json holds it)")
     return spec
+
+
+NAME_RULE = (f"printable, at most {MAX_NAME} characters and {MAX_NAME_BYTES} bytes in UTF-8, no '/', not starting "
+             f"with '.', and none of {', '.join(RESERVED_NAMES)}")
+
+
+def name_problem(name: str) -> str | None:
+    """What is wrong with `name` as the folder of a test's (or a campaign's) runs, and what to
+    do, or None. Reserved names are compared ignoring case (a case-insensitive disk)."""
+    if not name or not name.isprintable() or "/" in name or name.startswith("."):
+        return f"a name is {NAME_RULE}"
+    if len(name) > MAX_NAME or len(name.encode("utf-8")) > MAX_NAME_BYTES:
+        return (f"{len(name)} characters, {len(name.encode('utf-8'))} bytes: give at most {MAX_NAME} characters "
+                f"and {MAX_NAME_BYTES} bytes in UTF-8 (it names a folder, and a folder name holds 255 bytes)")
+    if name.casefold() in {reserved.casefold() for reserved in RESERVED_NAMES}:
+        return (f"reserved: the top of a results folder holds {', '.join(RESERVED_NAMES)} of its own; "
+                "choose another name")
+    return None
+
+
+def _shown(value: str) -> str:
+    """A name as a message shows it: its repr, cut to 60 characters."""
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:57]}...' ({len(value)} characters)"
 
 
 def _numbers(data: Any, where: str) -> Any:

@@ -24,6 +24,9 @@ OUTCOME_FILE = "outcome.json"
 CAMPAIGN_RUNS_DIR = "runs"
 # Folders at the top of a results folder that hold no run (clusters/: `fencepost cluster` state).
 NOT_RUNS = ("clusters",)
+# What else lives at the top of a results folder (index.html: harness/index/page.py) and the
+# newest-run links: names a test or a campaign may not take.
+RESERVED_NAMES = (*NOT_RUNS, CAMPAIGNS_DIR, "index.html", LATEST)
 
 # What a run directory is: a folder holding one of these. The spec is written first (a
 # run stopped in setup has no history), the history next; results.json only ever beside them.

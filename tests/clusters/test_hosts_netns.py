@@ -219,6 +219,8 @@ def test_refuses_a_cluster_name_already_up(clusters):
     ({"subnet": "fd00::/64"}, "not an IPv4 network"),
     ({"subnet": "10.77.0.0/30"}, "choose a larger subnet"),
     ({"subnett": "10.77.0.0/24"}, "unknown netns backend option"),
+    ({"subnet": "8.8.8.0/24"}, "not private address space"),
+    ({"subnet": "127.0.0.0/24"}, "is loopback"),
 ])
 def test_refuses_bad_options(clusters, options, fragment):
     with pytest.raises(ClusterConfigError, match=fragment):

@@ -60,7 +60,7 @@ def test_a_scripted_nemesis_keeps_its_steps():
     ({"concurrency": 1.5}, "concurrency = 1.5: give a whole number"),
     ({"producer": {"idempotent": True, "retries": 0}}, "needs producer.retries >= 1"),
     ({"producer": {"idempotent": "yes"}}, "producer.idempotent = 'yes': give true or false"),
-    ({"name": "../escape"}, "a test name is a folder name"),
+    ({"name": "../escape"}, "name = '../escape': a name is printable"),
     ({"timeouts": {"quiesce": -1}}, "timeouts.quiesce = -1"),
     ({"notes": ["x"]}, "written by fencepost"),
     ({"backend": "netns", "backend_options": {"subnet": "bogus"}}, "subnet 'bogus' is not an IPv4 network"),

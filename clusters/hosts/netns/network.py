@@ -25,6 +25,12 @@ from clusters.errors import ClusterConfigError, HostError
 from clusters.hosts.base import NAME_PREFIX
 
 DEFAULT_SUBNET = "10.77.0.0/24"
+# Where a cluster's subnet may lie: RFC 1918's private blocks, and RFC 2544's block for testing
+# networks. Not loopback (a namespace needs routed addresses), not 100.64.0.0/10 (carrier-grade
+# NAT, and overlay VPNs give real peers addresses there), nothing public.
+PRIVATE_BLOCKS = tuple((ipaddress.IPv4Network(block), source) for block, source in (
+    ("10.0.0.0/8", "RFC 1918"), ("172.16.0.0/12", "RFC 1918"), ("192.168.0.0/16", "RFC 1918"),
+    ("198.18.0.0/15", "RFC 2544, for testing")))
 BRIDGE_PREFIX = f"{NAME_PREFIX}b"
 VETH_PREFIX = f"{NAME_PREFIX}v"
 NAMESPACE_PREFIX = f"{NAME_PREFIX}-"
@@ -81,19 +87,42 @@ def plan(cluster: str, nodes: Sequence[str], subnet: str = DEFAULT_SUBNET) -> Cl
         check_name("node", node)
     if len(set(nodes)) != len(nodes):
         raise ClusterConfigError(f"node names repeat in {list(nodes)}: give each node its own name")
+    network = checked_subnet(subnet)
+    usable = network.num_addresses - 2 if network.prefixlen < 31 else network.num_addresses
+    if usable < len(nodes) + 1:
+        raise ClusterConfigError(f"subnet {subnet} has {usable} host addresses; {len(nodes)} nodes and the "
+                                 f"bridge need {len(nodes) + 1}: choose a larger subnet")
+    first = int(network.network_address) + (1 if network.prefixlen < 31 else 0)  # the hosts(), not listed
+    digest = short_hash(cluster)
+    links = tuple(NodeLink(node, f"{NAMESPACE_PREFIX}{cluster}-{node}", f"{VETH_PREFIX}{digest}{i}",
+                           str(ipaddress.IPv4Address(first + i + 1)))
+                  for i, node in enumerate(nodes))
+    assert all(len(link.veth) <= MAX_IFNAME for link in links), "more nodes than veth names"
+    return ClusterNetwork(cluster, str(network), f"{BRIDGE_PREFIX}{digest}", str(ipaddress.IPv4Address(first)), links)
+
+
+def checked_subnet(subnet: str) -> ipaddress.IPv4Network:
+    """`subnet` as a network inside one of PRIVATE_BLOCKS (docs/hosts/netns.md says why those):
+    ClusterConfigError naming the value and what to give otherwise."""
     try:
         network = ipaddress.IPv4Network(subnet)
     except ValueError as e:
         raise ClusterConfigError(f"subnet {subnet!r} is not an IPv4 network such as {DEFAULT_SUBNET}: {e}") from None
-    usable = list(network.hosts())
-    if len(usable) < len(nodes) + 1:
-        raise ClusterConfigError(f"subnet {subnet} has {len(usable)} host addresses; {len(nodes)} nodes and the "
-                                 f"bridge need {len(nodes) + 1}: choose a larger subnet")
-    digest = short_hash(cluster)
-    links = tuple(NodeLink(node, f"{NAMESPACE_PREFIX}{cluster}-{node}", f"{VETH_PREFIX}{digest}{i}", str(usable[i + 1]))
-                  for i, node in enumerate(nodes))
-    assert all(len(link.veth) <= MAX_IFNAME for link in links), "more nodes than veth names"
-    return ClusterNetwork(cluster, str(network), f"{BRIDGE_PREFIX}{digest}", str(usable[0]), links)
+    if private_block(network) is not None:
+        return network
+    blocks = ", ".join(f"{block} ({source})" for block, source in PRIVATE_BLOCKS)
+    if network.overlaps(ipaddress.IPv4Network("127.0.0.0/8")):
+        why = ("is loopback: every node is a network namespace with its own loopback, and needs an address "
+               "routed over the cluster's bridge")
+    else:
+        why = ("is not private address space: its addresses may belong to real machines, and test traffic must "
+               "reach only the cluster's own nodes")
+    raise ClusterConfigError(f"subnet {subnet} {why}; give a subnet inside {blocks}, e.g. {DEFAULT_SUBNET}")
+
+
+def private_block(network: ipaddress.IPv4Network) -> ipaddress.IPv4Network | None:
+    """The block of PRIVATE_BLOCKS holding all of `network`, or None."""
+    return next((block for block, _ in PRIVATE_BLOCKS if network.subnet_of(block)), None)
 
 
 def owned_namespace(name: str, clusters: Collection[str] = ()) -> bool:
