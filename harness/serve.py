@@ -13,7 +13,20 @@
 - Any other path is a file or folder under the results folder: files are sent
   as they are (streamed), folders as a listing. A path with a `..` part is
   refused (403), and so is one that resolves — symlinks followed — outside the
-  folder (403); a missing one is 404.
+  folder (403); a missing one is 404; one longer than MAX_PATH characters, or
+  with a part longer than MAX_NAME bytes, 414.
+- Only requests addressed to this server are answered (DNS rebinding: a page of
+  another site whose name is made to point at 127.0.0.1 must not read the runs):
+  the Host header must name the address it listens on, `localhost`, 127.0.0.1 or
+  [::1], with its port (none for port 80; a target in absolute form,
+  `GET http://host:port/path`, is judged by its host instead); when it listens on every address
+  (0.0.0.0, ::), any IP address too (a rebinding needs a name). Others: 421.
+- Every answer says `X-Content-Type-Options: nosniff` (a file is what its type
+  says, never sniffed into HTML) and carries CONTENT_SECURITY_POLICY: the run's
+  pages keep their inline scripts, styles and embedded images, and can reach
+  nothing but this server (no other origin, no framing, no forms, no <base>).
+- The request log (stderr) is escaped (harness/errors.py `printable`): a request
+  line with control characters cannot drive the terminal.
 
 `ResultsServer` is the stdlib's ThreadingHTTPServer: one thread per request,
 joined by `server_close()` (daemon_threads off); a connection idle for
@@ -22,6 +35,7 @@ REQUEST_TIMEOUT s is dropped so that no request thread can hang forever.
 from __future__ import annotations
 
 import errno
+import ipaddress
 import mimetypes
 import os
 import shutil
@@ -36,7 +50,7 @@ from typing import Any, TextIO
 from urllib.parse import quote, unquote, urlsplit
 
 
-from harness.errors import BadInput
+from harness.errors import BadInput, printable
 from harness.report.page import esc, page, verdict_badge
 from harness.rundir.names import REPORT_FILE
 from harness.index.tree import CampaignInfo, scan
@@ -48,6 +62,15 @@ DEFAULT_PORT = 8080
 REQUEST_TIMEOUT = 5.0
 TEXT_SUFFIXES = (".jsonl", ".log", ".txt", ".md", ".edn", ".toml", ".csv")
 ANOMALIES_LISTED = 4
+MAX_PATH = 4096  # characters of a request's path, as sent (Linux's PATH_MAX)
+MAX_NAME = 255  # bytes of one part of it, decoded (Linux's NAME_MAX)
+LOCAL_NAMES = ("localhost", "127.0.0.1", "[::1]")
+WILDCARD_HOSTS = ("", "0.0.0.0", "::", "[::]")
+# The run's pages (report, history, timeline, index, trace, linear) are self-contained: inline
+# script and style, plots as data: images. Nothing may come from or go to another origin.
+CONTENT_SECURITY_POLICY = ("default-src 'self'; script-src 'self' 'unsafe-inline'; "
+                           "style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; "
+                           "object-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
 
 
 @dataclass(slots=True)
@@ -169,6 +192,23 @@ class ResultsServer(ThreadingHTTPServer):
         self.results = results.resolve()
         self.log = log
         super().__init__(address, ResultsHandler)
+        self.hosts = allowed_hosts(address[0], self.server_address[0])
+
+    def addressed_to_me(self, host_header: str | None) -> bool:
+        """Whether a request's Host header names this server (module doc)."""
+        if host_header is None:
+            return False
+        name, port = split_host(host_header.strip().lower())
+        bound_port = self.server_address[1]
+        if name is None or (port != bound_port if port is not None else bound_port != 80):
+            return False
+        if name in self.hosts:
+            return True
+        return self.hosts_any_ip and _is_ip(name)
+
+    @property
+    def hosts_any_ip(self) -> bool:
+        return self.server_address[0] in WILDCARD_HOSTS
 
     @property
     def url(self) -> str:
@@ -187,9 +227,26 @@ class ResultsHandler(BaseHTTPRequestHandler):
     def do_HEAD(self) -> None:
         self._answer(send_body=False)
 
+    def end_headers(self) -> None:
+        """Every answer (the stdlib's error pages too) carries nosniff and the policy."""
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.send_header("Content-Security-Policy", CONTENT_SECURITY_POLICY)
+        self.send_header("Referrer-Policy", "no-referrer")
+        super().end_headers()
+
     def _answer(self, send_body: bool) -> None:
+        authority = urlsplit(self.path).netloc  # an absolute-form target names the host itself
+        if not self.server.addressed_to_me(authority or self.headers.get("Host")):
+            return self._refuse(HTTPStatus.MISDIRECTED_REQUEST, "this server answers only requests addressed "
+                                "to it (the Host header): open it at the address it printed", send_body)
+        if len(self.path) > MAX_PATH:
+            return self._refuse(HTTPStatus.REQUEST_URI_TOO_LONG, f"paths longer than {MAX_PATH} characters "
+                                "are refused", send_body)
         url_path = unquote(urlsplit(self.path).path)
         parts = url_path.split("/")
+        if any(len(part.encode("utf-8", "replace")) > MAX_NAME for part in parts):
+            return self._refuse(HTTPStatus.REQUEST_URI_TOO_LONG, f"no file name is longer than {MAX_NAME} "
+                                "bytes", send_body)
         if "\x00" in url_path or any(part == ".." or "\\" in part for part in parts):
             return self._refuse(HTTPStatus.FORBIDDEN, "paths outside the results folder are refused",
                                 send_body)
@@ -200,12 +257,13 @@ class ResultsHandler(BaseHTTPRequestHandler):
         target = root.joinpath(*relative)
         try:
             resolved = target.resolve()
-        except (OSError, RuntimeError):  # a symlink loop
+            if not resolved.is_relative_to(root):
+                return self._refuse(HTTPStatus.FORBIDDEN, "this path leads outside the results folder",
+                                    send_body)
+            is_dir, is_file = resolved.is_dir(), resolved.is_file()
+        except (OSError, RuntimeError, ValueError):  # a symlink loop, a name the system refuses
             return self._refuse(HTTPStatus.NOT_FOUND, "no such file", send_body)
-        if not resolved.is_relative_to(root):
-            return self._refuse(HTTPStatus.FORBIDDEN, "this path leads outside the results folder",
-                                send_body)
-        if resolved.is_dir():
+        if is_dir:
             if not url_path.endswith("/"):  # so that the folder's relative links work
                 self.send_response(HTTPStatus.MOVED_PERMANENTLY)
                 self.send_header("Location", quote(url_path) + "/")
@@ -213,7 +271,7 @@ class ResultsHandler(BaseHTTPRequestHandler):
                 self.end_headers()
                 return
             return self._send_html(folder_page(url_path, resolved), send_body)
-        if not resolved.is_file():
+        if not is_file:
             return self._refuse(HTTPStatus.NOT_FOUND, "no such file", send_body)
         self._send_file(resolved, send_body)
 
@@ -245,14 +303,52 @@ class ResultsHandler(BaseHTTPRequestHandler):
             self.wfile.write(body)
 
     def _refuse(self, status: HTTPStatus, why: str, send_body: bool) -> None:
+        shown = self.path if len(self.path) <= 200 else self.path[:200] + "..."
         text = page(f"{status.value} {status.phrase}",
-                    f'<h1>{status.value} {esc(status.phrase)}</h1><p>{esc(self.path)}: {esc(why)}.</p>'
+                    f'<h1>{status.value} {esc(status.phrase)}</h1><p>{esc(shown)}: {esc(why)}.</p>'
                     f'<p><a href="/">all runs</a></p>')
         self._send_html(text, send_body, status)
 
     def log_message(self, format: str, *args: Any) -> None:
         if self.server.log is not None:
-            print(f"{self.address_string()} - {format % args}", file=self.server.log, flush=True)
+            print(printable(f"{self.address_string()} - {format % args}", newlines=False), file=self.server.log,
+                  flush=True)
+
+
+def allowed_hosts(given: str, bound: str) -> frozenset[str]:
+    """The names a Host header may give for a server given `given` (--host) and bound to `bound`."""
+    names = {*LOCAL_NAMES}
+    for host in (given, bound):
+        host = host.lower()
+        names.add(f"[{host}]" if ":" in host and not host.startswith("[") else host)
+    return frozenset(names)
+
+
+def split_host(header: str) -> tuple[str | None, int | None]:
+    """(name, port) of a Host header (`name`, `name:port`, `[v6]:port`); name None if malformed."""
+    if header.startswith("["):
+        end = header.find("]")
+        if end < 0:
+            return None, None
+        name, rest = header[:end + 1], header[end + 1:]
+        if rest and not rest.startswith(":"):
+            return None, None
+        port_text = rest[1:] if rest else None
+    else:
+        name, colon, port_text = header.partition(":")
+        port_text = port_text if colon else None
+    if not name or any(c in name for c in "@/\\ ") or (port_text is not None and not (
+            port_text.isascii() and port_text.isdigit() and len(port_text) <= 5)):
+        return None, None
+    return name, None if port_text is None else int(port_text)
+
+
+def _is_ip(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name[1:-1] if name.startswith("[") else name)
+    except ValueError:
+        return False
+    return True
 
 
 def content_type(path: Path) -> str:

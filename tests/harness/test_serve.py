@@ -144,10 +144,15 @@ def test_absolute_paths_and_symlinks_leading_outside_are_not_served(results, ser
         assert status == 403 and b"leads outside the results folder" in body, path
         assert b"SECRET-CONTENT" not in body
     # An absolute file path is taken as a path under the results folder: not found there.
-    for path in (str(tmp_path / "secret.txt"), "/" + str(tmp_path / "secret.txt"),
-                 "http://example.invalid" + str(tmp_path / "secret.txt")):
+    for path in (str(tmp_path / "secret.txt"), "/" + str(tmp_path / "secret.txt")):
         status, _, body = _get(server, path)
         assert status == 404 and b"SECRET-CONTENT" not in body, path
+    # A target in absolute form names its host: another host's is not this server's to answer.
+    status, _, body = _get(server, "http://example.invalid" + str(tmp_path / "secret.txt"))
+    assert status == 421 and b"SECRET-CONTENT" not in body
+    host, port = server.server_address[:2]
+    status, _, body = _get(server, f"http://{host}:{port}" + str(tmp_path / "secret.txt"))
+    assert status == 404 and b"SECRET-CONTENT" not in body
     status, _, body = _get(server, "/%00secret.txt")
     assert status == 403 and b"SECRET-CONTENT" not in body
 
