@@ -66,6 +66,10 @@ class RunCounts:
     nemesis: int = 0
     by_f_type: dict[str, dict[str, int]] = field(default_factory=dict)  # f -> type -> n
     final_lines: int = 0
+    # A torn last line (no terminating newline), ignored: the verdict cannot be valid
+    # (harness/check/verdict.py).
+    history_torn: bool = False
+    final_torn: bool = False
 
 
 @dataclass(slots=True)
@@ -151,7 +155,8 @@ def load_run(run_dir: Path | str, *, parallel: bool = False, lazy: bool = False)
             _with_resets(ph, read.resets)
     history = read.history
     counts = RunCounts(lines=history.lines, ops=history.ops, nemesis=history.nemesis,
-                       by_f_type=history.by_f(), final_lines=read.final_lines or 0)
+                       by_f_type=history.by_f(), final_lines=read.final_lines or 0,
+                       history_torn=history.torn, final_torn=read.final_torn)
     return LoadedRun(run_dir, dict(sorted(partitions.items())), test, options, invalid, problems,
                      counts, read.final_lines is not None, read.finals, read.builder is not None,
                      builder)
@@ -169,6 +174,7 @@ class _Read:
     # Where the C reader read the history: the builder of the partitions
     # (which are then not in `partitions`).
     builder: native_load.PartitionBuilder | None = None
+    final_torn: bool = False  # final.jsonl's last line was torn (the C reader gives such a file up)
 
 
 def _with_resets(ph: PartitionHistory, resets: list[Reset]) -> PartitionHistory:
@@ -208,9 +214,10 @@ def _read_natively(history_path: Path, final_path: Path, problems: Problems,
         final_log = read_final(final_path, problems)
         final_lines = final_log.lines
     builder = native_load.PartitionBuilder(tables, resets, final_log)
+    torn = final_log is not None and final_log.torn
     if tables.history is not None:
         return _Read(partitions, resets, _finals(builder.keys(), builder.final_state), history,
-                     final_lines, builder)
+                     final_lines, builder, torn)
     # The history was read by the exact reader: the builder adds final.jsonl's part.
     for key in builder.keys():
         ph = partitions.get(key)
@@ -219,7 +226,8 @@ def _read_natively(history_path: Path, final_path: Path, problems: Problems,
         builder.attach_final(ph)
     if final_log is not None:
         attach_final(partitions, final_log)
-    return _Read(partitions, resets, _finals(partitions, builder.final_state), history, final_lines)
+    return _Read(partitions, resets, _finals(partitions, builder.final_state), history, final_lines,
+                 final_torn=torn)
 
 
 def _read_in_python(history_path: Path, final_path: Path, problems: Problems, parallel: bool
@@ -245,7 +253,8 @@ def _read_in_python(history_path: Path, final_path: Path, problems: Problems, pa
     if final is None:
         return _Read(partitions, resets, _finals(partitions, _no_final_read), history, None)
     attach_final(partitions, final)
-    return _Read(partitions, resets, _finals(partitions, final.final_state), history, final.lines)
+    return _Read(partitions, resets, _finals(partitions, final.final_state), history, final.lines,
+                 final_torn=final.torn)
 
 
 def _read_history(path: Path, problems: Problems

@@ -367,6 +367,7 @@ static int parse_line(Reader *r, Cursor *c, Line *l) {
     if (c->p != c->end) return give_up(r, "more after the object");
     if ((seen & 31) != 31) return give_up(r, "a required field missing");
     if (l->index != r->line) return give_up(r, "an index that is not the line number");
+    if (l->time < 0) return give_up(r, "a negative time");
     if (!l->value_parsed) {
         if (l->value_at != NULL) {
             Cursor again = {l->value_at, c->end, c->arena};

@@ -6,6 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#define MAPPED_CHUNK ((size_t)4 << 20) /* bytes read at a time, so that a long line is seen early */
+
 int mapped_open(Mapped *m, const char *path) {
     m->data = NULL;
     m->size = 0;
@@ -24,8 +26,10 @@ int mapped_open(Mapped *m, const char *path) {
         return ENOMEM;
     }
     size_t size = 0;
+    size_t line_start = 0; /* where the line being read began */
     while (size < cap) { /* what the file holds now, up to its size when opened */
-        ssize_t n = read(fd, data + size, cap - size);
+        size_t want = cap - size < MAPPED_CHUNK ? cap - size : MAPPED_CHUNK;
+        ssize_t n = read(fd, data + size, want);
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) {
             int err = errno;
@@ -34,7 +38,18 @@ int mapped_open(Mapped *m, const char *path) {
             return err;
         }
         if (n == 0) break;
+        for (const char *p = data + size + n; p-- > data + size;) { /* the chunk's last newline */
+            if (*p == '\n') {
+                line_start = (size_t)(p - data) + 1;
+                break;
+            }
+        }
         size += (size_t)n;
+        if (size - line_start > MAPPED_MAX_LINE) { /* pages not read into stay untouched */
+            free(data);
+            close(fd);
+            return EFBIG;
+        }
     }
     close(fd);
     m->data = data;

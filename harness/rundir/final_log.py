@@ -5,7 +5,13 @@ Kinds: `read` (the final consumer's read, the authoritative log), `replica` (a
 record of one node's log), `replica-state` (a node's LEO, HW, epoch cache) and
 `read-state` (whether the final read reached the end). Unknown kinds and fields
 are ignored (a warning once per kind). Problems are reported as in history.py:
-file, 1-based line and field; a bad last line (a torn write) is only a warning.
+file, 1-based line and field. As there, only a last line without its terminating
+newline is torn (a warning; `FinalLog.torn`), a complete bad line is an error
+wherever it stands, every integer must lie within int64, and a line longer than
+`MAX_LINE_BYTES` is an error. A torn line takes its partition's final read with
+it: the partition its prefix names (a `read` or `read-state` line), or where it
+names none, every partition whose reads have no `read-state` yet, is read
+incomplete (`FinalLog.torn_partitions`), never complete with its tail missing.
 
 `iter_final` streams entries; `read_final` groups them per partition. A
 record seen again in a partition (the final read's record, again in each
@@ -25,10 +31,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Union
 
+import re
+
 import orjson
 
 from checkers.partition import PartitionHistory, ReplicaState
 from harness.errors import Problems, clip as _clip, show as _show
+from harness.rundir.history import (
+    INT64_MAX, MAX_LINE_BYTES, TORN, _int, _int64_error, _skip_line, _too_long,
+)
 
 KINDS = ("read", "replica", "replica-state", "read-state")
 
@@ -72,6 +83,7 @@ class FinalLog:
     replicas: dict[PartitionKey, dict[str, list[Record]]] = field(default_factory=dict)
     replica_states: dict[PartitionKey, dict[str, ReplicaState]] = field(default_factory=dict)
     lines: int = 0
+    torn: bool = False  # the last line had no terminating newline (ignored)
 
     def partitions(self) -> set[PartitionKey]:
         return {*self.reads, *self.read_complete, *self.replicas, *self.replica_states}
@@ -121,7 +133,42 @@ def read_final(path: Path | str, problems: Problems | None = None) -> FinalLog:
         else:
             log.add_read_state(key, item)
     log.lines = reader.lines
+    if reader.torn is not None:
+        log.torn = True
+        named = _torn_partition(reader.torn)
+        if named is not None:
+            if named is not _NOT_A_READ:
+                log.add_read_state(named, False)
+        else:
+            for key in log.reads:
+                if key not in log.read_complete:
+                    log.add_read_state(key, False)
     return log
+
+
+_NOT_A_READ: PartitionKey = ("", -1)
+_KIND = re.compile(rb'^\s*\{\s*"kind"\s*:\s*"([a-z-]*)"')
+_TOPIC = re.compile(rb'"topic"\s*:\s*("(?:[^"\\]|\\.)*")')
+_PARTITION = re.compile(rb'"partition"\s*:\s*(-?[0-9]+)\s*[,}]')
+
+
+def _torn_partition(torn: bytes) -> PartitionKey | None:
+    """The partition whose final read a torn last line may have been part of, from what is left
+    of the line: `_NOT_A_READ` when it begins as another kind's line (a replica's), None when
+    it does not name its kind, topic and partition (fencepost writes them first)."""
+    kind = _KIND.match(torn)
+    if kind is not None and kind.group(1) in (b"replica", b"replica-state"):
+        return _NOT_A_READ
+    topic = _TOPIC.search(torn)
+    partition = _PARTITION.search(torn)
+    if kind is None or topic is None or partition is None:
+        return None
+    try:
+        name = orjson.loads(topic.group(1))
+    except orjson.JSONDecodeError:
+        return None
+    number = int(partition.group(1))
+    return (name, number) if type(name) is str and number <= INT64_MAX else None
 
 
 def iter_final(path: Path | str, problems: Problems | None = None) -> Iterator[FinalEntry]:
@@ -136,6 +183,7 @@ class FinalReader:
         self.path = Path(path)
         self.problems = Problems() if problems is None else problems
         self.lines = 0
+        self.torn: bytes | None = None  # a torn last line's bytes (at most MAX_LINE_BYTES)
 
     def __iter__(self) -> Iterator[FinalEntry]:
         return self._read()
@@ -153,17 +201,23 @@ class FinalReader:
         keys: dict[PartitionKey, PartitionKey] = {}  # one shared key tuple per partition
         nodes: dict[str, str] = {}
         known: dict[PartitionKey, dict[int, Record]] = {}  # partition -> offset -> record
-        held: str | None = None  # a bad line's problem: an error unless that line was the last
+        held: str | None = None  # a bad line's problem, reported once the line is behind us
         number = 0
+        limit = MAX_LINE_BYTES
         with open(path, "rb") as file:
-            for line in file:
+            readline = file.readline
+            while line := readline(limit):
                 number += 1
                 if held is not None:
                     problems.error(f"{where}:{number - 1}: {held}")
                     held = None
-                if line[-1] != 10:  # b"\n"; only the last line can lack it
-                    held = "the line has no trailing newline (a torn write?)"
-                    continue
+                if line[-1] != 10:  # b"\n": a torn last line, or one over the bound
+                    if len(line) == limit and _skip_line(file):
+                        held = _too_long()
+                        continue
+                    self.torn = line
+                    problems.warning(f"{where}:{number}: the last line is ignored: {TORN.replace('the operation', 'what')}")
+                    break
                 try:
                     d = loads(line)
                 except decode_error as e:
@@ -185,7 +239,7 @@ class FinalReader:
                 if type(topic) is not str:
                     held = _missing_or_bad(d, "topic", "a string")
                     continue
-                if type(partition) is not int:
+                if type(partition) is not int or partition > INT64_MAX:
                     held = _missing_or_bad(d, "partition", "an integer")
                     continue
                 key = keys.get((topic, partition))
@@ -202,11 +256,11 @@ class FinalReader:
                     offset = d.get("offset")
                     value = d.get("value")
                     epoch = d.get("leader_epoch")
-                    if type(offset) is not int:
+                    if type(offset) is not int or offset > INT64_MAX:
                         held = _missing_or_bad(d, "offset", "an integer")
                     elif type(value) is not str:
                         held = _missing_or_bad(d, "value", "a string")
-                    elif epoch is not None and type(epoch) is not int:
+                    elif epoch is not None and (type(epoch) is not int or epoch > INT64_MAX):
                         held = _missing_or_bad(d, "leader_epoch", "an integer or null")
                     else:
                         records = known.get(key)
@@ -227,7 +281,7 @@ class FinalReader:
                     if state is not None:
                         yield kind, key, node, state
         if held is not None:
-            problems.warning(f"{where}:{number}: the last line is ignored: {held}")
+            problems.error(f"{where}:{number}: {held}")
         self.lines = number
 
 
@@ -236,16 +290,18 @@ def _replica_state(d: dict, node: str) -> tuple[ReplicaState | None, str | None]
     hw = d.get("high_watermark")
     epoch = d.get("leader_epoch")
     epochs = d.get("epochs", [])
-    if type(leo) is not int:
+    if not _int(leo):
         return None, _missing_or_bad(d, "log_end_offset", "an integer")
-    if type(hw) is not int:
+    if not _int(hw):
         return None, _missing_or_bad(d, "high_watermark", "an integer")
-    if epoch is not None and type(epoch) is not int:
+    if epoch is not None and not _int(epoch):
         return None, _missing_or_bad(d, "leader_epoch", "an integer or null")
     if type(epochs) is not list:
         return None, _missing_or_bad(d, "epochs", "a list of [epoch, start offset] pairs")
     pairs = []
     for n, entry in enumerate(epochs):
+        if type(entry) is list and len(entry) == 2 and any(type(x) is int and not _int(x) for x in entry):
+            return None, _int64_error(f"epochs[{n}]", entry)
         if (type(entry) is not list or len(entry) != 2 or type(entry[0]) is not int
                 or type(entry[1]) is not int):
             return None, f"field \"epochs[{n}]\": expected an [epoch, start offset] pair, got {_show(entry)}"
@@ -256,6 +312,8 @@ def _replica_state(d: dict, node: str) -> tuple[ReplicaState | None, str | None]
 def _missing_or_bad(d: dict, name: str, expected: str) -> str:
     if name not in d:
         return f"field \"{name}\": missing (expected {expected})"
+    if type(d[name]) is int and not _int(d[name]):
+        return _int64_error(name, d[name])
     return f"field \"{name}\": expected {expected}, got {_show(d[name])}"
 
 

@@ -14,9 +14,14 @@ otherwise ignored.
 - `iter_plain` streams a file's readable lines unvalidated (for observers only).
 - `HistoryReader` / `iter_history` stream a file: each line is validated;
   problems go to a `Problems` collector with file, 1-based line and field.
-  A bad *last* line (torn write: no trailing newline, bad JSON, failing
-  validation) is a warning and is ignored; a bad line anywhere else is an error
-  (the verdict becomes unknown) and reading goes on.
+  Only a last line without its terminating newline is a torn write: a warning,
+  ignored, and `HistoryCounts.torn` is set (the verdict then cannot be valid,
+  harness/check/verdict.py). A complete line that fails validation is an error
+  wherever it stands (the verdict becomes unknown), and reading goes on. Every
+  integer read (and every integer of a nemesis value or of an unknown field) must
+  lie within int64 (`INT64_MIN`..`INT64_MAX`), `time` also not negative, else the
+  line is an error naming the field. A line longer than `MAX_LINE_BYTES` is an
+  error, skipped without being held in memory.
 - `HistoryReader.operations()` pairs each client invoke with the next
   completion of the same process; invokes never completed come out last, with
   no completion (their outcome is unknown: `info`). A record polled again in a
@@ -45,6 +50,12 @@ NEMESIS = "nemesis"
 TYPES = ("invoke", "ok", "fail", "info")
 CLIENT_FS = ("send", "poll", "assign", "subscribe", "crash", "commit")
 FSYNC_DELAY = 0.02  # seconds from the first unsynced append to its fsync (<< 100 ms)
+# The readers' bound on one line, its newline included (docs/FORMATS.md, "Reading"): a longer
+# line is an error, skipped in chunks, never held whole. A poll of a thousand records is ~100 KiB.
+MAX_LINE_BYTES = 64 << 20
+_SKIP_CHUNK = 1 << 20
+INT64_MAX = 2**63 - 1
+INT64_MIN = -(2**63)  # orjson reads integers below it as floats: only the upper bound needs a test
 
 OpType = Literal["invoke", "ok", "fail", "info"]
 _KNOWN_FIELDS = frozenset(("index", "time", "process", "type", "f", "value", "error"))
@@ -118,6 +129,7 @@ class HistoryCounts:
     ops: int = 0  # valid lines
     nemesis: int = 0
     by_f_type: Counter = field(default_factory=Counter)
+    torn: bool = False  # the last line had no terminating newline (ignored: its op is unknown)
 
     def by_f(self) -> dict[str, dict[str, int]]:
         table: dict[str, dict[str, int]] = {}
@@ -296,19 +308,34 @@ def iter_plain(path: Path | str, containing: bytes | None = None) -> Iterator[Op
     """Every line of a history file that decodes to an object with the required fields (index and
     time integers, type and f strings), as an Op, unvalidated otherwise and without a word about
     the others: for passes that only observe (the liveness verdict) over files `fencepost check`
-    validates anyway. `containing`: only lines with these bytes are decoded."""
+    validates anyway. A line with an integer beyond int64 in those fields or its value is left out
+    too (`fencepost check` reports it). `containing`: only lines with these bytes are decoded."""
     loads = orjson.loads
+    for line in _bounded_lines(path):
+        if containing is not None and containing not in line:
+            continue
+        try:
+            d = loads(line)
+            index, time, process, type_, f = d["index"], d["time"], d["process"], d["type"], d["f"]
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            continue
+        if (type(index) is int and type(time) is int and type(type_) is str and type(f) is str
+                and index <= INT64_MAX and 0 <= time <= INT64_MAX
+                and (type(value := d.get("value")) is not dict or _beyond_int64(value, "value") is None)):
+            yield Op(index, time, process, type_, f, value, d.get("error"))
+
+
+def _bounded_lines(path: Path | str) -> Iterator[bytes]:
+    """The lines of a file, each at most MAX_LINE_BYTES: one longer is skipped in chunks and
+    comes out as b"" (never held whole), so that line numbers stay right."""
     with open(path, "rb") as file:
-        for line in file:
-            if containing is not None and containing not in line:
-                continue
-            try:
-                d = loads(line)
-                index, time, process, type_, f = d["index"], d["time"], d["process"], d["type"], d["f"]
-            except (orjson.JSONDecodeError, KeyError, TypeError):
-                continue
-            if type(index) is int and type(time) is int and type(type_) is str and type(f) is str:
-                yield Op(index, time, process, type_, f, d.get("value"), d.get("error"))
+        readline = file.readline
+        limit = MAX_LINE_BYTES
+        while line := readline(limit):
+            if len(line) == limit and line[-1] != 10:
+                _skip_line(file)
+                line = b""
+            yield line
 
 
 def iter_history(path: Path | str, problems: Problems | None = None) -> Iterator[Op]:
@@ -337,7 +364,8 @@ class HistoryReader:
 
     def _read(self, pair: bool) -> Iterator[Any]:
         # One loop, written for speed: it runs once per history line. A bad line
-        # sets `held`; it is an error once another line follows, else a warning.
+        # sets `held`, reported as an error once the line is behind us; only a last
+        # line without its newline is torn (a warning).
         problems = self.problems
         counts = self.counts
         by_f_type: dict[tuple[str, str], int] = {}
@@ -355,14 +383,22 @@ class HistoryReader:
         held: str | None = None
         nemesis_ops = sends_invoked = sends_ok = 0
         index = -1
+        limit = MAX_LINE_BYTES
+        int64_max = INT64_MAX
         with open(self.path, "rb") as file:
-            for index, line in enumerate(file):
+            readline = file.readline
+            while line := readline(limit):
+                index += 1
                 if held is not None:
                     problems.error(f"{where}:{index}: {held}")  # the previous line, 1-based
                     held = None
-                if line[-1] != 10:  # b"\n"; only the last line can lack it
-                    held = "the line has no trailing newline (a torn write?)"
-                    continue
+                if line[-1] != 10:  # b"\n": a torn last line, or one over the bound
+                    if len(line) == limit and _skip_line(file):
+                        held = _too_long()
+                        continue
+                    counts.torn = True
+                    problems.warning(f"{where}:{index + 1}: the last line is ignored: {TORN}")
+                    break
                 try:
                     d = loads(line)
                 except decode_error as e:
@@ -378,25 +414,32 @@ class HistoryReader:
                     continue
                 v = d.get("value")
                 er = d.get("error")
-                if (type(i) is not int or i != index or type(t) is not int or type(ty) is not str
-                        or ty not in types or type(f) is not str
+                if (type(i) is not int or i != index or type(t) is not int or not 0 <= t <= int64_max
+                        or type(ty) is not str or ty not in types or type(f) is not str
                         or (er is not None and type(er) is not str)):
                     held = _header_error(d, index)
                     continue
                 extra = None
                 if len(d) > 6 and len(d) > 5 + ("value" in d) + ("error" in d):
                     extra = {k: x for k, x in d.items() if k not in known_fields}
+                    held = _beyond_int64(extra, "")
+                    if held is not None:
+                        continue
                 if type(p) is int:
+                    if p > int64_max:
+                        held = _int64_error("process", p)
+                        continue
                     if f == "send":
                         # The common case, checked inline; _check_send* say what is wrong.
                         if (type(v) is not dict or type(v.get("topic")) is not str
-                                or type(v.get("partition")) is not int
+                                or type(v.get("partition")) is not int or v["partition"] > int64_max
                                 or type(v.get("value")) is not str):
                             held = _check_send(v)
                         elif ty == "ok":
                             epoch = v.get("leader_epoch")
-                            if (type(v.get("offset")) is not int
-                                    or (epoch is not None and type(epoch) is not int)):
+                            offset = v.get("offset")
+                            if (type(offset) is not int or offset > int64_max
+                                    or (epoch is not None and (type(epoch) is not int or epoch > int64_max))):
                                 held = _check_send_ok(v)
                     elif pair and f == "poll" and ty == "ok":
                         # Checked and grouped per partition in one pass over the records.
@@ -450,6 +493,10 @@ class HistoryReader:
                         else:
                             yield Op(index, t, p, ty, f, v, er, extra)
                 elif p == NEMESIS:
+                    if v is not None:
+                        held = _beyond_int64(v, "value")
+                        if held is not None:
+                            continue
                     nemesis_ops += 1
                     if not pair:
                         yield Op(index, t, p, ty, f, v, er, extra)
@@ -465,7 +512,7 @@ class HistoryReader:
                     by_f_type[key] = by_f_type.get(key, 0) + 1
         lines = index + 1
         if held is not None:
-            problems.warning(f"{where}:{lines}: the last line is ignored: {held}")
+            problems.error(f"{where}:{lines}: {held}")
         counts.lines = lines
         counts.nemesis = nemesis_ops
         for key, n in ((("send", "invoke"), sends_invoked), (("send", "ok"), sends_ok)):
@@ -488,6 +535,10 @@ def _header_error(d: dict, index: int) -> str:
         return _field_error(d, "index", f"must be {index}, the 0-based line number")
     if type(d.get("time")) is not int:
         return _field_error(d, "time", "must be an integer (ns since the run started)")
+    if d["time"] > INT64_MAX:
+        return _int64_error("time", d["time"])
+    if d["time"] < 0:
+        return _field_error(d, "time", "must not be negative (ns since the run started)")
     ty = d.get("type")
     if type(ty) is not str or ty not in _TYPE_SET:
         return _field_error(d, "type", "is not one of invoke, ok, fail, info")
@@ -528,6 +579,58 @@ def _expect(path: str, value: Any, what: str) -> str:
     return f"field \"{path}\": expected {what}, got {_show(value)}"
 
 
+TORN = ("it has no terminating newline (a torn write): the operation it held is unknown, so the "
+        "verdict cannot be valid")
+
+
+def _int(value: Any) -> bool:
+    """An integer within int64 (orjson reads those below INT64_MIN as floats)."""
+    return type(value) is int and value <= INT64_MAX
+
+
+def _expect_int(path: str, value: Any, what: str) -> str:
+    """`_expect`, or for an integer beyond int64 `_int64_error`."""
+    return _int64_error(path, value) if type(value) is int else _expect(path, value, what)
+
+
+def _int64_error(path: str, value: Any) -> str:
+    return (f"field \"{path}\": {value} is beyond int64 ({INT64_MIN}..{INT64_MAX}), which no writer "
+            f"writes: fix or remove the line")
+
+
+def _beyond_int64(value: Any, path: str) -> str | None:
+    """What is wrong with the first integer beyond int64 anywhere in `value` (for values the rules
+    do not read field by field: nemesis values, unknown fields), or None."""
+    if type(value) is int:
+        return _int64_error(path, value) if value > INT64_MAX else None
+    if type(value) is dict:
+        for key, item in value.items():
+            if type(item) in (int, dict, list):
+                error = _beyond_int64(item, f"{path}.{key}" if path else key)
+                if error is not None:
+                    return error
+    elif type(value) is list:
+        for n, item in enumerate(value):
+            if type(item) in (int, dict, list):
+                error = _beyond_int64(item, f"{path}[{n}]")
+                if error is not None:
+                    return error
+    return None
+
+
+def _too_long() -> str:
+    return (f"the line is longer than {MAX_LINE_BYTES >> 20} MiB, the readers' bound: not read "
+            f"(no writer writes such a line)")
+
+
+def _skip_line(file: Any) -> bool:
+    """Read past the rest of an over-long line in chunks; True if it ended with a newline."""
+    while chunk := file.readline(_SKIP_CHUNK):
+        if chunk[-1] == 10:
+            return True
+    return False
+
+
 def _check_send(v: Any) -> str | None:
     if type(v) is not dict:
         return _expect("value", v, 'an object {"topic", "partition", "value"}')
@@ -535,8 +638,8 @@ def _check_send(v: Any) -> str | None:
     if type(topic) is not str:
         return _expect("value.topic", topic, "a string")
     partition = v.get("partition")
-    if type(partition) is not int:
-        return _expect("value.partition", partition, "an integer")
+    if not _int(partition):
+        return _expect_int("value.partition", partition, "an integer")
     value = v.get("value")
     if type(value) is not str:
         return _expect("value.value", value, "a string")
@@ -548,11 +651,11 @@ def _check_send_ok(v: Any) -> str | None:
     if error is not None:
         return error
     offset = v.get("offset")
-    if type(offset) is not int:
-        return _expect("value.offset", offset, "an integer (the acked offset)")
+    if not _int(offset):
+        return _expect_int("value.offset", offset, "an integer (the acked offset)")
     epoch = v.get("leader_epoch")
-    if epoch is not None and type(epoch) is not int:
-        return _expect("value.leader_epoch", epoch, "an integer or null")
+    if epoch is not None and not _int(epoch):
+        return _expect_int("value.leader_epoch", epoch, "an integer or null")
     return None
 
 
@@ -565,9 +668,10 @@ def _check_poll_ok(v: Any) -> str | None:
         return _expect("value", v, 'an object {"records": [...]}')
     for record in v["records"]:  # one expression per record: this runs millions of times
         if (type(record) is not dict or type(record.get("topic")) is not str
-                or type(record.get("partition")) is not int or type(record.get("offset")) is not int
-                or type(record.get("value")) is not str
-                or ((epoch := record.get("leader_epoch")) is not None and type(epoch) is not int)):
+                or type(p := record.get("partition")) is not int or type(o := record.get("offset")) is not int
+                or p > INT64_MAX or o > INT64_MAX or type(record.get("value")) is not str
+                or ((epoch := record.get("leader_epoch")) is not None
+                    and (type(epoch) is not int or epoch > INT64_MAX))):
             return _poll_record_error(v["records"])
     return None
 
@@ -590,7 +694,9 @@ def _group_records(v: Any, shared: dict[tuple[str, int], dict[int, tuple[int, st
         offset = record.get("offset")
         value = record.get("value")
         if (type(p) is not int or type(offset) is not int or type(value) is not str
-                or ((epoch := record.get("leader_epoch")) is not None and type(epoch) is not int)):
+                or p > INT64_MAX or offset > INT64_MAX
+                or ((epoch := record.get("leader_epoch")) is not None
+                    and (type(epoch) is not int or epoch > INT64_MAX))):
             return _poll_record_error(v["records"])
         if p != partition or record.get("topic") != topic:  # records come in runs of one partition
             topic = record.get("topic")
@@ -619,11 +725,11 @@ def _poll_record_error(records: list) -> str:
             return _expect(f"value.records[{n}]", record, "an object")
         for name, kind, what in (("topic", str, "a string"), ("partition", int, "an integer"),
                                  ("offset", int, "an integer"), ("value", str, "a string")):
-            if type(record.get(name)) is not kind:
-                return _expect(f"value.records[{n}].{name}", record.get(name), what)
+            if type(record.get(name)) is not kind or (kind is int and not _int(record[name])):
+                return _expect_int(f"value.records[{n}].{name}", record.get(name), what)
         epoch = record.get("leader_epoch")
-        if epoch is not None and type(epoch) is not int:
-            return _expect(f"value.records[{n}].leader_epoch", epoch, "an integer or null")
+        if epoch is not None and not _int(epoch):
+            return _expect_int(f"value.records[{n}].leader_epoch", epoch, "an integer or null")
     return _expect("value.records", records, "valid records")
 
 
@@ -631,11 +737,15 @@ def _check_assign(v: Any) -> str | None:
     if type(v) is not dict or type(v.get("partitions")) is not list:
         return _expect("value", v, 'an object {"partitions": [[topic, partition], ...], "from": ...}')
     for n, tp in enumerate(v["partitions"]):
-        if type(tp) is not list or len(tp) != 2 or type(tp[0]) is not str or type(tp[1]) is not int:
-            return _expect(f"value.partitions[{n}]", tp, "a [topic, partition] pair")
+        if type(tp) is not list or len(tp) != 2 or type(tp[0]) is not str or not _int(tp[1]):
+            return _expect(f"value.partitions[{n}]", tp, "a [topic, partition] pair (an int64 partition)")
     start = v.get("from")
     if start is not None and start != "beginning" and type(start) is not dict:
         return _expect("value.from", start, '"beginning" or an object of offsets')
+    if type(start) is dict:
+        error = _beyond_int64(start, "value.from")
+        if error is not None:
+            return error
     if "group" in v:  # a consumer group's resume: its committed offsets are checked (checkers/groups.py)
         if type(v["group"]) is not str:
             return _expect("value.group", v["group"], "a consumer group's name")
@@ -651,8 +761,8 @@ def _check_commit(v: Any) -> str | None:
         return _expect("value", v, 'an object {"group": name, "offsets": [[topic, partition, offset], ...]}')
     for n, entry in enumerate(v["offsets"]):
         if (type(entry) is not list or len(entry) != 3 or type(entry[0]) is not str
-                or type(entry[1]) is not int or type(entry[2]) is not int):
-            return _expect(f"value.offsets[{n}]", entry, "a [topic, partition, offset] triple")
+                or not _int(entry[1]) or not _int(entry[2])):
+            return _expect(f"value.offsets[{n}]", entry, "a [topic, partition, offset] triple (int64 numbers)")
     return None
 
 
@@ -685,13 +795,12 @@ def lines_at(path: Path | str, indices: set[int]) -> dict[int, Any]:
     if not indices:
         return found
     last = max(indices)
-    with open(path, "rb") as file:
-        for index, line in enumerate(file):
-            if index in indices:
-                try:
-                    found[index] = orjson.loads(line)
-                except orjson.JSONDecodeError:
-                    found[index] = line.decode("utf-8", "replace").rstrip("\n")
-            if index >= last:
-                break
+    for index, line in enumerate(_bounded_lines(path)):
+        if index in indices:
+            try:
+                found[index] = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                found[index] = line.decode("utf-8", "replace").rstrip("\n")
+        if index >= last:
+            break
     return found

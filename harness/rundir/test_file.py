@@ -17,6 +17,10 @@ from harness.errors import BadInput
 from harness.rundir.names import TEST_FILE
 
 LINEAR_METHODS = ("witness", "search")
+# The keys of the `checker` section (docs/FORMATS.md, test.json); any other is refused.
+CHECKER_KEYS = ("invalid", "linearizability", "linear_method", "search_budget")
+# The sections the checker reads: each an object (or null, or absent: the defaults).
+SECTIONS = ("checker", "producer")
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +39,9 @@ def read_test(path: Path) -> dict[str, Any]:
         data = Path(path).read_bytes()
     except FileNotFoundError:
         return {}
+    except OSError as e:  # a directory, no permission, an I/O error
+        raise BadInput(f"{path}: cannot be read ({e.strerror or e}); it must be a regular file "
+                       f"holding a JSON object, or absent (it is optional)") from None
     try:
         test = orjson.loads(data)
     except orjson.JSONDecodeError as e:
@@ -47,6 +54,15 @@ def read_test(path: Path) -> dict[str, Any]:
 def checker_section(test: dict[str, Any], where: Path | str = TEST_FILE) -> CheckerSection:
     """The checker section of `test` (a test.json document, or a spec's settings), each field
     checked for its kind and value; BadInput names the field (`where` says which file)."""
+    for section in SECTIONS:
+        node = test.get(section)
+        if node is not None and type(node) is not dict:
+            raise BadInput(f"{where}: field \"{section}\": expected an object, got "
+                           f"{orjson.dumps(node).decode()[:80]}; fix it, or remove it for the defaults")
+    unknown = sorted(set(test.get("checker") or ()) - set(CHECKER_KEYS))
+    if unknown:
+        raise BadInput(f"{where}: field \"checker.{unknown[0]}\": not a setting of the checker; its "
+                       f"settings are {', '.join(CHECKER_KEYS)}")
     defaults = CheckOptions()
     idempotent = _setting(test, "producer.idempotent", bool, defaults.idempotent, where)
     linearizability = _setting(test, "checker.linearizability", bool, defaults.linearizability, where)

@@ -97,7 +97,7 @@ def test_an_incomplete_final_read_makes_anomalies_there_not_conclusive(tmp_path)
     assert any("incomplete" in reason for reason in results["reasons"])
 
 
-def test_a_corrupt_middle_line_makes_it_unknown_a_torn_last_line_does_not(tmp_path):
+def test_a_corrupt_middle_line_is_an_error_a_torn_last_line_a_warning_both_unknown(tmp_path):
     middle = valid_run(tmp_path / "middle")
     lines = (middle / "history.jsonl").read_bytes().splitlines(keepends=True)
     lines.insert(3, b'{"index": 3, "time": 1, "process": 4, "type": "okk", "f": "poll"}\n')
@@ -112,10 +112,11 @@ def test_a_corrupt_middle_line_makes_it_unknown_a_torn_last_line_does_not(tmp_pa
     last = valid_run(tmp_path / "last")
     with open(last / "history.jsonl", "ab") as f:
         f.write(b'{"index": 10, "time": 5, "proc')
-    assert main(["check", str(last)]) == 0
+    assert main(["check", str(last)]) == 2  # the torn op's effect is unknown: never valid
     results = results_of(last)
-    assert results["valid"] is True and results["errors"] == []
+    assert results["valid"] == "unknown" and results["errors"] == []
     assert len(results["warnings"]) == 1 and "the last line is ignored" in results["warnings"][0]
+    assert any("torn" in reason for reason in results["reasons"])
 
 
 def test_an_anomaly_found_beside_a_corrupt_line_is_not_conclusive(tmp_path):

@@ -77,9 +77,36 @@ def test_a_torn_last_line_is_a_warning(tmp_path):
     problems = Problems()
     log = read_final(path, problems)
     assert problems.errors == []
-    assert problems.warnings == [f"{path}:2: the last line is ignored: the line has no trailing "
-                                 f"newline (a torn write?)"]
+    assert len(problems.warnings) == 1
+    assert problems.warnings[0].startswith(f"{path}:2: the last line is ignored: it has no terminating newline")
     assert log.reads[("fp", 0)] == [(0, "a")]
+    # The torn line took the rest of fp/0's read with it: incomplete, never complete.
+    assert log.torn and log.final_state(("fp", 0)).complete is False
+
+
+def test_a_torn_line_naming_no_partition_makes_every_read_without_a_read_state_incomplete(tmp_path):
+    path = write(tmp_path / "final.jsonl", [read_("read", offset=0, value="a"),
+                                            read_("read-state", complete=True),
+                                            read_("read", partition=1, offset=0, value="b")], tail=b'{"ki')
+    log = read_final(path, Problems())
+    assert log.final_state(("fp", 0)).complete is True
+    assert log.final_state(("fp", 1)).complete is False
+
+
+def test_a_torn_replica_line_leaves_the_final_reads_as_they_are(tmp_path):
+    path = write(tmp_path / "final.jsonl", [read_("read", offset=0, value="a")],
+                 tail=b'{"kind": "replica", "node": "n1", "topic": "fp", "partition": 0, "off')
+    log = read_final(path, Problems())
+    assert log.torn and log.final_state(("fp", 0)).complete is True
+
+
+def test_a_complete_bad_last_line_is_an_error(tmp_path):
+    path = write(tmp_path / "final.jsonl", [read_("read", offset=0, value="a")],
+                 tail=b'{"kind": "read", "topic": "fp", "partition": 0, "offset": "x", "value": "b"}\n')
+    problems = Problems()
+    log = read_final(path, problems)
+    assert len(problems.errors) == 1 and problems.errors[0].startswith(f"{path}:2: field \"offset\"")
+    assert problems.warnings == [] and not log.torn
 
 
 def test_unknown_kinds_warn_once_and_unknown_fields_are_ignored(tmp_path):

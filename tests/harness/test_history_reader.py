@@ -132,16 +132,32 @@ def test_a_poll_record_of_the_wrong_shape_names_the_record(tmp_path):
 @pytest.mark.parametrize("tail", [
     b'{"index": 2, "time": 5, "process": 0, "ty',  # torn: no newline
     b'{"index": 2, "time": 5, "process": 0, "type": "invoke", "f": "poll"}',  # whole, no newline
+])
+def test_a_torn_last_line_is_a_warning_and_ignored(tmp_path, tail):
+    path = write(tmp_path / "history.jsonl", VALID_PAIR, tail)
+    reader = HistoryReader(path, Problems())
+    ops = list(reader)
+    assert reader.problems.errors == []
+    assert len(reader.problems.warnings) == 1
+    assert reader.problems.warnings[0].startswith(f"{path}:3: the last line is ignored")
+    assert "torn" in reader.problems.warnings[0]
+    assert [op.index for op in ops] == [0, 1]
+    assert reader.counts.torn
+
+
+@pytest.mark.parametrize("tail", [
     b'{"index": 2, "time": 5, "process": 0, "ty\n',  # bad JSON, newline
     orjson.dumps(line(2, 0, "okk", "poll")) + b"\n",  # fails validation
 ])
-def test_a_bad_last_line_is_a_warning_and_ignored(tmp_path, tail):
+def test_a_complete_bad_last_line_is_an_error(tmp_path, tail):
+    """Only a line without its newline is torn: a complete one is corruption wherever it stands."""
     path = write(tmp_path / "history.jsonl", VALID_PAIR, tail)
-    ops, problems = read(path)
-    assert problems.errors == []
-    assert len(problems.warnings) == 1
-    assert problems.warnings[0].startswith(f"{path}:3: the last line is ignored")
+    reader = HistoryReader(path, Problems())
+    ops = list(reader)
+    assert len(reader.problems.errors) == 1 and reader.problems.warnings == []
+    assert reader.problems.errors[0].startswith(f"{path}:3: ")
     assert [op.index for op in ops] == [0, 1]
+    assert not reader.counts.torn
 
 
 def test_unknown_fields_are_kept_and_ignored(tmp_path):
