@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.compare.plot import plot_rates
     from harness.compare.significance import Baseline, groups_without, with_p_values
     from harness.compare.table import rows
-    from harness.errors import BadInput
+    from harness.errors import BadInput, printable
 
     baseline = Baseline.parse(args.baseline) if args.baseline is not None else None
     results = collect(args.paths)
@@ -54,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
                            "reads and never writes into: give another folder")
     table = with_p_values(rows(results), baseline)
     text = render(table, args.format, None if baseline is None else str(baseline))
+    text = printable(text)  # the runs' settings and anomaly names, escaped for the terminal (JSON stays JSON)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     aside = sys.stdout if args.format == "text" else sys.stderr
     if baseline is not None:

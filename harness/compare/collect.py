@@ -6,17 +6,28 @@ Nothing is written into what is read. A run's verdict and anomaly counts come fr
 results.json; a run without one is checked in memory (harness/compare/checked.py). The
 time to first detection needs every anomaly of a run, where results.json keeps a few
 examples of each: an invalid run is checked in memory for it (results.json's verdict
-and counts stand; the figure is None if that check does not find the run invalid)."""
+and counts stand; the figure is None if that check does not find the run invalid).
+
+A run directory may come from anywhere: a results.json that cannot be read or is not what
+`fencepost check` writes (not a JSON object, `valid` not true, false or "unknown", counts not
+non-negative integers, a liveness section of the wrong shape), an outcome.json that cannot be
+read, or a run that cannot be checked in memory, is named (`say`: stderr by default) and the
+run counts as unknown; compare goes on with the others."""
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Callable, Iterator
 
-from harness.errors import BadInput
+from harness.errors import BadInput, printable
 from harness.rundir.find import has_history, is_campaign_dir, run_dirs
-from harness.rundir.names import CAMPAIGN_RUNS_DIR, OUTCOME_FILE
-from harness.rundir.record import configuration_of, read_object, read_record
+from harness.rundir.names import CAMPAIGN_RUNS_DIR, OUTCOME_FILE, RESULTS_FILE, TEST_FILE
+from harness.rundir.record import configuration_of, read_object
+
+Say = Callable[[str], None]
+COUNT_MAX = 2**63 - 1
+LIVENESS_VERDICTS = ("ok", "failed", "unknown")
 
 
 @dataclass(frozen=True)
@@ -36,13 +47,16 @@ class RunResult:
         return self.system, self.truncation, self.faults
 
 
-def collect(paths: list[Path]) -> list[RunResult]:
+def collect(paths: list[Path], say: Say | None = None) -> list[RunResult]:
+    """The runs at or under `paths`; what is wrong with one of them is told to `say` (default:
+    a line on stderr) and that run counts as unknown (module doc)."""
+    say = say or _to_stderr
     results: list[RunResult] = []
     for path in paths:
         if not path.exists():
             raise BadInput(f"{path}: no such file or directory: give run directories, campaign directories "
                            "or folders holding them (e.g. results/)")
-        found = list(_runs_under(path))
+        found = list(_runs_under(path, say))
         if not found:
             raise BadInput(f"{path} holds no run (a folder with test.json and history.jsonl) and no "
                            "campaign (runs/*/outcome.json)")
@@ -50,26 +64,36 @@ def collect(paths: list[Path]) -> list[RunResult]:
     return results
 
 
-def _runs_under(path: Path) -> Iterator[RunResult]:
+def _to_stderr(message: str) -> None:
+    print(printable(f"fencepost compare: {message}", newlines=False), file=sys.stderr)
+
+
+def _runs_under(path: Path, say: Say) -> Iterator[RunResult]:
     """The runs with a history at or under `path` (harness/rundir/find.py); a campaign
     directory's from its outcomes, so that its crashed runs count too."""
     if is_campaign_dir(path) and not has_history(path):
         for outcome_file in sorted(path.glob(f"{CAMPAIGN_RUNS_DIR}/*/{OUTCOME_FILE}")):
-            yield from _from_outcome(outcome_file)
+            yield from _from_outcome(outcome_file, say)
         return
     for run_dir in run_dirs(path, with_history=True):
-        yield _run(run_dir)
+        yield _run(run_dir, say)
 
 
-def _from_outcome(outcome_file: Path) -> Iterator[RunResult]:
+def _from_outcome(outcome_file: Path, say: Say) -> Iterator[RunResult]:
     from harness.rundir.campaigns import run_dir_of
 
-    outcome = read_object(outcome_file)
-    run_dir = run_dir_of(outcome_file, outcome)
+    try:
+        outcome = read_object(outcome_file)
+        run_dir = run_dir_of(outcome_file, outcome)
+    except BadInput as e:
+        say(f"{e}; this campaign run is counted unknown")
+        yield RunResult(outcome_file.parent, "?", "?", "?", "unknown")
+        return
     if run_dir is not None:
-        yield _run(run_dir)
+        yield _run(run_dir, say)
     elif outcome.get("verdict") == "crashed":
-        yield crashed_result(outcome_file.parent, outcome.get("config", {}))
+        config = outcome.get("config")
+        yield crashed_result(outcome_file.parent, config if isinstance(config, dict) else {})
 
 
 def configuration(test: dict) -> tuple[str, str, str]:
@@ -78,9 +102,9 @@ def configuration(test: dict) -> tuple[str, str, str]:
     return configuration_of(test).key
 
 
-def result_of(run_dir: Path) -> RunResult:
+def result_of(run_dir: Path, say: Say | None = None) -> RunResult:
     """One run directory's result, as `fencepost compare` reads it (module doc)."""
-    return _run(run_dir)
+    return _run(run_dir, say or _to_stderr)
 
 
 def crashed_result(where: Path, config: dict) -> RunResult:
@@ -89,23 +113,81 @@ def crashed_result(where: Path, config: dict) -> RunResult:
                      str(config.get("faults", "?")), "crashed")
 
 
-def _run(run_dir: Path) -> RunResult:
+def _run(run_dir: Path, say: Say) -> RunResult:
     from harness.compare.checked import check_in_memory
 
-    record = read_record(run_dir)
-    results = record.results
+    configuration = configuration_of(read_object(run_dir / TEST_FILE)).key
+    try:
+        results = read_object(run_dir / RESULTS_FILE)
+        wrong = malformed(results)
+        if wrong is not None:
+            wrong = f"{run_dir / RESULTS_FILE}: {wrong}"
+    except BadInput as e:  # not JSON, not an object, not a file: its message names the file
+        results, wrong = {}, f"{e}; counted unknown (`fencepost check RUN_DIR` writes it again)"
+    if wrong is not None:
+        say(wrong)
+        return RunResult(run_dir, *configuration, "unknown")
     checked = None
+    if not results or results["valid"] is False:
+        try:
+            checked = check_in_memory(run_dir)
+        except BadInput as e:
+            if not results:
+                say(f"{run_dir}: cannot be checked ({e}); counted unknown")
+                return RunResult(run_dir, *configuration, "unknown")
     if not results:
-        checked = check_in_memory(run_dir)
         valid, counts, section = checked.valid, checked.anomaly_counts, checked.liveness
     else:
-        valid, counts, section = results.get("valid"), results.get("anomaly_counts", {}), results.get("liveness")
-        if valid is False:
-            checked = check_in_memory(run_dir)
+        valid, counts, section = results["valid"], results.get("anomaly_counts", {}), results.get("liveness")
     verdict = "valid" if valid is True else "invalid" if valid is False else "unknown"
     live, kinds = liveness_of(section)
-    return RunResult(run_dir, *record.configuration.key, verdict, {k: int(v) for k, v in counts.items()},
+    return RunResult(run_dir, *configuration, verdict, dict(counts),
                      None if checked is None else checked.first_detection_s, live, kinds)
+
+
+def malformed(results: dict[str, Any]) -> str | None:
+    """What makes a results.json (read as an object; {} when absent) unusable to compare, with
+    what to do; None when it is fine."""
+    if not results:
+        return None
+    fix = "; counted unknown (`fencepost check RUN_DIR` writes it again)"
+    if "valid" not in results:
+        return "no `valid`" + fix
+    if results["valid"] not in (True, False, "unknown"):
+        return f"`valid` is {_show(results['valid'])}, not true, false or \"unknown\"" + fix
+    wrong = _counts_wrong("anomaly_counts", results.get("anomaly_counts", {}))
+    if wrong:
+        return wrong + fix
+    section = results.get("liveness")
+    if section is not None:
+        if not isinstance(section, dict):
+            return f"`liveness` is {_show(section)}, not an object" + fix
+        if "kinds" in section and (wrong := _counts_wrong("liveness.kinds", section["kinds"])):
+            return wrong + fix
+        if "findings" in section and not _is_count(section["findings"]):
+            return f"`liveness.findings` is {_show(section['findings'])}, not a count" + fix
+        if section.get("verdict") not in (None, *LIVENESS_VERDICTS):
+            return f"`liveness.verdict` is {_show(section['verdict'])}, not one of {', '.join(LIVENESS_VERDICTS)}" + fix
+    return None
+
+
+def _counts_wrong(name: str, counts: Any) -> str | None:
+    if not isinstance(counts, dict):
+        return f"`{name}` is {_show(counts)}, not an object of counts"
+    for key, n in counts.items():
+        if not _is_count(n):
+            return f"`{name}`: {_show(key)} is {_show(n)}, not a count (an integer from 0 to 2^63-1)"
+    return None
+
+
+def _is_count(n: Any) -> bool:
+    return type(n) is int and 0 <= n <= COUNT_MAX
+
+
+def _show(value: Any) -> str:
+    from harness.errors import show
+
+    return show(value, limit=60)
 
 
 def liveness_of(section: object) -> tuple[str | None, dict[str, int]]:
@@ -115,8 +197,9 @@ def liveness_of(section: object) -> tuple[str | None, dict[str, int]]:
         return None, {}
     kinds = section.get("kinds")
     if not isinstance(kinds, dict):
-        kinds = {"fatal-marker": int(section.get("findings") or 0)}
-    kinds = {str(k): int(v) for k, v in kinds.items() if isinstance(v, int) and v}
+        findings = section.get("findings")
+        kinds = {"fatal-marker": findings if _is_count(findings) else 0}
+    kinds = {str(k): v for k, v in kinds.items() if _is_count(v) and v}
     verdict = section.get("verdict")
     if verdict not in ("ok", "failed", "unknown"):
         verdict = "failed" if kinds else "ok"
