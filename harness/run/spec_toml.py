@@ -9,10 +9,11 @@ inline.
 """
 from __future__ import annotations
 
-import json
 import math
+import re
 from typing import Any, Mapping
 
+from harness.errors import printable
 from harness.run.spec import TestSpec
 
 LEFT_OUT = ("results", "notes")
@@ -21,7 +22,8 @@ TABLES = ("topic", "nemesis", "producer", "consumer", "timeouts", "backend_optio
 
 def spec_toml(spec: TestSpec, comment: str = "") -> str:
     data = spec.to_json()
-    lines = [f"# {line}".rstrip() for line in comment.splitlines()] if comment else []
+    # A comment holds no control character (TOML forbids them there): escaped as errors.printable does.
+    lines = [f"# {printable(line, newlines=False)}".rstrip() for line in comment.splitlines()] if comment else []
     for key, value in data.items():
         if key in LEFT_OUT or key in TABLES:
             continue
@@ -46,7 +48,7 @@ def value_toml(value: Any) -> str:
             raise ValueError(f"TOML has no {value!r} a spec could hold")
         return repr(value)
     if isinstance(value, str):
-        return json.dumps(value)  # JSON's escapes are TOML's basic string escapes
+        return toml_string(value)
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(value_toml(v) for v in value) + "]"
     if isinstance(value, Mapping):
@@ -56,4 +58,26 @@ def value_toml(value: Any) -> str:
 
 def _key(key: str) -> str:
     bare = key.replace("_", "").replace("-", "").isalnum() and key.isascii()
-    return key if bare else json.dumps(key)
+    return key if bare else toml_string(key)
+
+
+_NOT_PLAIN = re.compile('[^ !#-\\[\\]-~]')  # all but printable ASCII less quote and backslash
+_TOML_ESCAPES = {"\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r", '"': '\\"', "\\": "\\\\"}
+
+
+def toml_string(text: str) -> str:
+    """`text` as a TOML basic string, in ASCII: quote, backslash and control characters (DEL
+    too) escaped, every other non-ASCII character as \\uXXXX, or \\UXXXXXXXX outside the Basic
+    Multilingual Plane (JSON's surrogate pairs are no TOML). A lone surrogate is no character
+    TOML can hold: ValueError."""
+    return '"' + _NOT_PLAIN.sub(_toml_escape, text) + '"'
+
+
+def _toml_escape(match: re.Match[str]) -> str:
+    char = match.group()
+    code = ord(char)
+    if char in _TOML_ESCAPES:
+        return _TOML_ESCAPES[char]
+    if 0xD800 <= code <= 0xDFFF:
+        raise ValueError(f"cannot write the lone surrogate U+{code:04X} as TOML")
+    return f"\\u{code:04X}" if code <= 0xFFFF else f"\\U{code:08X}"
