@@ -54,6 +54,12 @@ RESET_FS = frozenset(("assign", "subscribe", "crash"))
 # A final.jsonl smaller than this is read in this process even when `parallel`:
 # forking and pickling would cost more than reading it.
 FORK_MIN_BYTES = 4 << 20
+# What checking a run holds in memory (docs/FORMATS.md, "Memory"), with margin over what was
+# measured (196 MiB peak for 84 MB of history.jsonl and final.jsonl, 200,000 history lines, the
+# C reader; 124 MiB with the exact reader): MEMORY_PER_BYTE bytes per byte of the two files, plus
+# MEMORY_BASE. A run that needs more than the machine has available is not read: unknown.
+MEMORY_PER_BYTE = 3
+MEMORY_BASE = 128 << 20
 
 PartitionKey = tuple[str, int]
 _value = itemgetter(1)  # of an (offset, value) record
@@ -143,6 +149,10 @@ def load_run(run_dir: Path | str, *, parallel: bool = False, lazy: bool = False)
     options, invalid = checker.options, checker.invalid
     problems = Problems()
     final_path = run_dir / FINAL_FILE
+    too_large = _too_large(history_path, final_path)
+    if too_large is not None:
+        problems.error(too_large)
+        return LoadedRun(run_dir, {}, test, options, invalid, problems, RunCounts(), final_path.is_file(), {})
     with _gc_paused():
         reader = _read_natively if native_load.available() else _read_in_python
         read = reader(history_path, final_path, problems, parallel)
@@ -160,6 +170,40 @@ def load_run(run_dir: Path | str, *, parallel: bool = False, lazy: bool = False)
     return LoadedRun(run_dir, dict(sorted(partitions.items())), test, options, invalid, problems,
                      counts, read.final_lines is not None, read.finals, read.builder is not None,
                      builder)
+
+
+def memory_needed(history_path: Path, final_path: Path) -> int:
+    """About what checking these files holds in memory at most (MEMORY_PER_BYTE)."""
+    size = 0
+    for path in (history_path, final_path):
+        try:
+            size += path.stat().st_size
+        except OSError:
+            pass  # absent: the readers say what is wrong
+    return MEMORY_BASE + MEMORY_PER_BYTE * size
+
+
+def available_memory() -> int | None:
+    """Bytes of memory this machine has available (Linux: MemAvailable), None where unknown."""
+    try:
+        with open("/proc/meminfo", "rb") as meminfo:
+            for line in meminfo:
+                if line.startswith(b"MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _too_large(history_path: Path, final_path: Path) -> str | None:
+    """Why the run is not read (it needs more memory than is available), or None."""
+    need = memory_needed(history_path, final_path)
+    have = available_memory()
+    if have is None or need <= have:
+        return None
+    return (f"{history_path}: history.jsonl and final.jsonl need about {need >> 20} MiB to check and this "
+            f"machine has {have >> 20} MiB available: not read, the verdict is unknown; check the run on a "
+            f"machine with more memory (docs/FORMATS.md, \"Memory\")")
 
 
 @dataclass(slots=True)

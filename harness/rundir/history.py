@@ -308,8 +308,9 @@ def iter_plain(path: Path | str, containing: bytes | None = None) -> Iterator[Op
     """Every line of a history file that decodes to an object with the required fields (index and
     time integers, type and f strings), as an Op, unvalidated otherwise and without a word about
     the others: for passes that only observe (the liveness verdict) over files `fencepost check`
-    validates anyway. A line with an integer beyond int64 in those fields or its value is left out
-    too (`fencepost check` reports it). `containing`: only lines with these bytes are decoded."""
+    validates anyway. A line whose index, time or value's offset is beyond int64 (time: or
+    negative) is left out too (`fencepost check` reports it): the observers keep those in int64
+    arrays. `containing`: only lines with these bytes are decoded."""
     loads = orjson.loads
     for line in _bounded_lines(path):
         if containing is not None and containing not in line:
@@ -321,7 +322,8 @@ def iter_plain(path: Path | str, containing: bytes | None = None) -> Iterator[Op
             continue
         if (type(index) is int and type(time) is int and type(type_) is str and type(f) is str
                 and index <= INT64_MAX and 0 <= time <= INT64_MAX
-                and (type(value := d.get("value")) is not dict or _beyond_int64(value, "value") is None)):
+                and (type(value := d.get("value")) is not dict
+                     or type(offset := value.get("offset")) is not int or offset <= INT64_MAX)):
             yield Op(index, time, process, type_, f, value, d.get("error"))
 
 

@@ -403,3 +403,59 @@ def test_a_line_over_the_bound_is_an_error_and_the_rest_is_read(tmp_path, monkey
     run = load_run(make(tmp_path, history))
     assert any(f"history.jsonl:{nemesis + 1}:" in e and "longer than" in e for e in run.errors), run.errors
     assert run.counts.lines == N
+
+
+def test_a_run_larger_than_the_memory_available_is_unknown_with_a_message(tmp_path, monkeypatch):
+    """A multi-GB history on a small machine: not read, `unknown` and why (the bound made small)."""
+    from harness.check import loading
+    run_dir = make(tmp_path)
+    need = loading.memory_needed(run_dir / "history.jsonl", run_dir / "final.jsonl")
+    monkeypatch.setattr(loading, "available_memory", lambda: need - 1)
+    outcome = check(run_dir)
+    assert outcome.valid == "unknown" and outcome.exit_code == 2
+    assert any("MiB available" in e and "more memory" in e for e in outcome.results["errors"]), \
+        outcome.results["errors"]
+    monkeypatch.setattr(loading, "available_memory", lambda: need)
+    assert check(run_dir).valid is True
+
+
+# --- a planted anomaly is never made VALID by damage at the end of a file ---------------------------
+
+def damaged_ends(history: list[bytes], final: list[bytes]) -> dict[str, tuple[bytes, bytes]]:
+    """(history.jsonl, final.jsonl) with the end of one file damaged, by kind of damage."""
+    h, f = b"".join(history), b"".join(final)
+    return {"history-torn-mid": (h[:-len(history[-1]) // 2], f), "history-torn-newline": (h[:-1], f),
+            "history-last-index": (b"".join(history[:-1]) + history[-1].replace(b'"index":', b'"index":1', 1), f),
+            "final-torn-mid": (h, f[:-len(final[-1]) // 2]), "final-torn-newline": (h, f[:-1]),
+            "final-last-garbage": (h, f + b"{}\n")}
+
+
+def planted_never_valid(tmp_path: Path, name: str) -> bool:
+    """Check `name` planted, then with each damage at the end; False where it cannot be planted."""
+    from tests.support.synth.plant import expected_invalid
+    from tests.support.synth.edit import CannotPlant
+    try:
+        planted = plant(name, BASE, 2)
+    except CannotPlant:
+        return False
+    if not expected_invalid(planted):
+        return True
+    history = [orjson.dumps(x) + b"\n" for x in planted.run.history]
+    final = [orjson.dumps(x) + b"\n" for x in planted.run.final_lines()]
+    assert check(make(tmp_path, history, final, name="plain", run=planted.run)).valid is False
+    for damage, (h, f) in damaged_ends(history, final).items():
+        outcome = check(make(tmp_path, h, f, name=damage, run=planted.run))
+        assert outcome.valid is not True, (name, damage)
+    return True
+
+
+@pytest.mark.parametrize("name", ["lost-write/tail", "phantom-read", "truncated-read"])
+def test_damage_at_the_end_never_makes_a_planted_anomaly_valid(tmp_path, name):
+    assert planted_never_valid(tmp_path, name)
+
+
+@pytest.mark.slow
+def test_damage_at_the_end_never_makes_any_planted_anomaly_valid(tmp_path):
+    from tests.support.synth.plant import PLANTERS
+    planted = [name for n, name in enumerate(PLANTERS) if planted_never_valid(tmp_path / str(n), name)]
+    assert len(planted) >= 15, planted
