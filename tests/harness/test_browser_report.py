@@ -297,3 +297,45 @@ def test_a_million_line_history_loads_and_searches_in_chromium(tmp_path):
     print(f"\n1M-line history.html: {size:.1f} MB written in {written:.1f} s; Chromium load {load:.2f} s, "
           f"search {search:.2f} s ({in_page:.2f} s in the page, {hits} hits), JS heap {heap} MB")
     assert load < 60 and search < 20
+
+
+INJECTED = "</script><script>window.pwned = 1; document.title = 'PWNED'</script>"
+
+
+def test_hostile_text_in_the_history_neither_breaks_the_pages_nor_runs(served, tmp_path):
+    """An error holding `</script><script>...` and `<!--<script>`, a node and a fault named so:
+    history.html and timeline.html, served by `fencepost serve` (its Content-Security-Policy on),
+    draw every row and lane, show the text as text, and run none of it."""
+    from harness.report import write_report
+    from tests.support.synth.generate import GenConfig, generate
+
+    url, _, tmp = served
+    run_dir = tmp / "results" / "hostile" / "20261121T101500-def456"
+    generate(GenConfig(seed=5, lines=300)).write(run_dir)
+    lines = [orjson.loads(line) for line in (run_dir / "history.jsonl").read_bytes().splitlines()]
+    errors = iter((INJECTED, "<!--<script>", f"<!--<script> {INJECTED}"))
+    for line in lines:
+        if line["type"] in ("fail", "info") and line["process"] != "nemesis":
+            line["error"] = next(errors, line.get("error"))
+    t = lines[-1]["time"]
+    lines += [{"index": len(lines), "time": t + 1, "process": "nemesis", "type": "invoke", "f": "kill",
+               "value": {"target": "<!--<script>"}},
+              {"index": len(lines) + 1, "time": t + 2, "process": "nemesis", "type": "info", "f": "kill",
+               "value": {"nodes": [f"<!--<script>{INJECTED}"]}}]
+    (run_dir / "history.jsonl").write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in lines))
+    write_report(run_dir)
+    with Browser(tmp_path / "profile") as browser:
+        browser.open(f"{url}hostile/20261121T101500-def456/history.html", ready=READY)
+        browser.js("document.querySelector('input[value=lines]').click()")
+        browser.wait(f"document.getElementById('status').dataset.matches === '{len(lines)}'")
+        assert browser.js("historyViewer.model.n") == len(lines)
+        browser.type("#q", "script")
+        browser.wait("document.getElementById('status').textContent.indexOf('match') >= 0")
+        shown = browser.js("Array.from(document.querySelectorAll('#rows tbody tr[data-row]'))"
+                           ".map(r => r.innerText).join('\\n')")
+        assert "<!--<script>" in shown and "window.pwned" in shown  # the text, shown as text
+        assert browser.js("typeof window.pwned") == "undefined" and "PWNED" not in browser.js("document.title")
+        assert browser.console_errors() == []
+        browser.open(f"{url}hostile/20261121T101500-def456/timeline.html", ready=READY)
+        assert browser.js("timelineView.lanes()[0]") == "nemesis"
+        assert browser.js("typeof window.pwned") == "undefined" and browser.console_errors() == []
