@@ -218,12 +218,12 @@ def _anomalies(results: dict[str, Any], traces: dict[Target, str]) -> str:
         return head + '<p class="muted">Not checked: no anomalies to show.</p>'
     if not counts:
         return head + '<p id="no-anomalies">No anomalies found.</p>'
-    invalid = set(results.get("invalid_anomalies") or [])
+    invalid = {name for name in _list(results.get("invalid_anomalies")) if isinstance(name, str)}
     examples = results.get("anomalies") if isinstance(results.get("anomalies"), dict) else {}
     order = sorted(counts, key=lambda name: (name not in invalid, name))
     rows = []
     for name in order:
-        items = [e for e in examples.get(name) or [] if isinstance(e, dict)]
+        items = [e for e in _list(examples.get(name)) if isinstance(e, dict)]
         shown = "".join(f"<div class=\"example\">{_example(e, traces)}</div>" for e in items[:EXAMPLES_SHOWN])
         if len(items) > EXAMPLES_SHOWN:
             rest = "".join(f"<div class=\"example\">{_example(e, traces)}</div>" for e in items[EXAMPLES_SHOWN:])

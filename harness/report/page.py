@@ -81,8 +81,10 @@ def json_script(element_id: str, value: Any) -> str:
 
 
 def href(relative_path: str) -> str:
-    """A relative link to a file of the run directory, percent-encoded, escaped."""
-    return esc(quote(relative_path))
+    """A relative link to a file of the run directory, percent-encoded, escaped; never to another
+    host or a scheme (`//host/x` and `/x` become `./x` forms, a colon is percent-encoded)."""
+    link = quote(relative_path)
+    return esc("./" + link.lstrip("/") if link.startswith("/") else link)
 
 
 def verdict_badge(valid: Any) -> str:

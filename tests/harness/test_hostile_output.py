@@ -266,10 +266,14 @@ def test_the_report_page_escapes_what_results_json_says(tmp_path):
                      "unavailable": [{"partition": tag, "from_s": tag, "to_s": 2.0, "unexplained": [tag]}],
                      "recovery": {"healed_at_s": tag, "partitions": {tag: None, "fp-0": tag}},
                      "stuck_consumers": [{"process": tag, "lag_s": tag, "last_poll_s": 1, "worst_lag_s": [tag]}]},
-        "premise": {"verdict": tag}, "linearizability": {tag: {"method": tag, "counterexample_file": tag}}}))
+        "premise": {"verdict": tag}, "invalid_anomalies": [tag, {"a": 1}, [2]],
+        "linearizability": {tag: {"method": tag, "counterexample_file": tag, "linearizable": False},
+                            "fp-0": {"linearizable": False, "counterexample_file": "//attacker.example/x.html"},
+                            "fp-1": {"linearizable": False, "counterexample_file": "javascript:window.pwned=1"}}}))
     scan = scan_history(run_dir, observers=[])
     html = render_report(load_inputs(run_dir), scan, [], [], RealtimeLag(), {})
     assert "<img src=x" not in html, html[html.find("<img src=x") - 200:][:400]
+    assert 'href="//' not in html and 'href="javascript:' not in html and "counterexample</a>" in html
 
 
 # --- fencepost serve ----------------------------------------------------------------------------
