@@ -7,8 +7,9 @@ huge or negative numbers, lines duplicated (so indices repeat), shuffled or
 emptied. `check_run` must then either return a
 verdict (exit 0, 1 or 2) or raise `BadInput`; never anything else. Every
 problem it reports names the file and the line (`history.jsonl:12: ...`), and
-a line that is not a JSON object anywhere but at the end is an error and
-the verdict is unknown: with errors in the input, an anomaly may come from the
+a complete line (ended by its newline) that is not a JSON object is an error
+wherever it stands and the verdict is unknown, and a torn last line (no
+newline) never leaves the verdict valid: with errors in the input, an anomaly may come from the
 line that could not be read (harness/check/verdict.py, rule 1), and any error at all
 makes a verdict unknown, never valid or invalid. One example goes through the real `fencepost check` process.
 
@@ -87,8 +88,10 @@ def check_holds(files: dict[str, list[bytes]]) -> None:
             f"a problem that names no file and line: {problem!r}"
     for name, lines in files.items():
         whole = as_read(b"".join(lines))
-        for number, line in enumerate(whole[:-1], start=1):
-            if not_an_object(line):  # unknown (harness/check/verdict.py, rule 1)
+        if whole and not whole[-1].endswith(b"\n"):  # torn: never valid (docs/FORMATS.md, "A torn last line")
+            assert outcome.valid is not True, f"{name} ends in a torn line {whole[-1][:60]!r}, yet valid"
+        for number, line in enumerate(whole, start=1):
+            if line.endswith(b"\n") and not_an_object(line):  # unknown (harness/check/verdict.py, rule 1)
                 assert outcome.valid == "unknown", \
                     f"{name}:{number} is {line[:60]!r}, yet the verdict is {outcome.valid!r}"
                 assert any(f"{name}:{number}:" in e for e in results["errors"]) or len(results["errors"]) >= 1000, \
