@@ -36,7 +36,7 @@ def overrides(args: argparse.Namespace, test: dict) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.errors import EXIT_CRASH
+    from harness.errors import EXIT_CRASH, printable
     from harness.index.page import refresh_index
     from harness.replay.rerun import invalidating, recorded_test, rerun_spec
     from harness.replay.script import flatten, recorded_script
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"replay of {args.run_dir}: {len(script)} nemesis action(s) as a script"
           + ("" if script else " (the run recorded none: it runs again as it was)"), file=sys.stderr)
     for entry in script:
-        print(f"  at {entry.at:g}s: {entry.action}", file=sys.stderr)
+        print(f"  at {entry.at:g}s: {printable(entry.action, False)}", file=sys.stderr)
     try:
         outcome = run_test(spec, Progress())
     except RunError as e:

@@ -42,7 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from harness.commands.cluster import parse_backend_options
-    from harness.errors import EXIT_UNKNOWN, BadInput
+    from harness.errors import EXIT_UNKNOWN, BadInput, printable
     from harness.index.page import refresh_index
     from harness.replay.rerun import invalidating, recorded_test, rerun_spec
     from harness.replay.script import recorded_script
@@ -102,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"from {start.actions} action(s) in {start.time_limit:g} s to {best.actions} in {best.time_limit:g} s "
           f"({shrinker.runs} runs):")
     for entry in best.script():
-        print(f"  at {entry.at:g}s: {entry.action}")
+        print(f"  at {entry.at:g}s: {printable(entry.action, False)}")
     print(f"reproducer: {out}\nrun it: fencepost run --config {out}")
     return 0
 

@@ -20,6 +20,7 @@ from urllib.parse import quote
 
 from harness.index.tree import CampaignInfo, RunInfo, scan
 from harness.report.page import esc, href, json_script, page, script_json
+from harness.errors import printable
 from harness.rundir.atomic import write_atomically
 from harness.rundir.store import format_time
 
@@ -112,7 +113,7 @@ def refresh_index(results: Path) -> Path | None:
     try:
         return write_index(results)
     except Exception as e:  # the index is a convenience; the run is what matters
-        print(f"fencepost: results index not refreshed: {type(e).__name__}: {e}", file=sys.stderr)
+        print(printable(f"fencepost: results index not refreshed: {type(e).__name__}: {e}"), file=sys.stderr)
         return None
 
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from harness.errors import BadInput, Problems
+from harness.errors import BadInput, Problems, printable
 from harness.rundir.history import NEMESIS, iter_history
 from harness.rundir.names import HISTORY_FILE
 from nemesis.spec import FAULT_KINDS, stops_by_f
@@ -54,7 +54,8 @@ class Unit:
         return self.entries[0].at
 
     def describe(self) -> str:
-        return " .. ".join(f"{e.action} at {e.at:g}s" for e in self.entries)
+        """The unit in words, for the terminal (its actions escaped: they come from the history)."""
+        return printable(" .. ".join(f"{e.action} at {e.at:g}s" for e in self.entries), newlines=False)
 
 
 def flatten(units: Iterable[Unit]) -> list[Entry]:

@@ -490,3 +490,10 @@ def test_host_headers_are_read_strictly():
         assert split_host(bad)[0] is None, bad
     assert allowed_hosts("::1", "::1") == {"localhost", "127.0.0.1", "[::1]"}
     assert "myhost" in allowed_hosts("MyHost", "10.0.0.1") and "10.0.0.1" in allowed_hosts("MyHost", "10.0.0.1")
+
+
+def test_replay_and_shrink_say_recorded_actions_escaped():
+    from harness.replay.script import Entry, Unit
+
+    said = Unit((Entry(1.5, f"start kill:{HOSTILE}"), Entry(3.0, "stop kill"))).describe()
+    assert said.startswith("start kill:\\u001b[2J") and raw_controls(said, newlines=False) == []
