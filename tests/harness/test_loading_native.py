@@ -272,6 +272,15 @@ def test_operations_never_completed_are_info_as_the_exact_reader_makes_them(tmp_
       line(index=1, time=2, process=0, type="ok", f="send", value={**SEND, "value": "0-2", "offset": 0})],
      "a completion unlike its invoke"),
     ([b"\n"], "an empty line"),
+    ([line(index=0, time=-1, process=0, type="invoke", f="poll")], "a negative time"),
+    ([b'{"index":0,"time":1,"process":0,"type":"invoke","f":"send","value":{"topic":"fp","partition":0,'
+      b'"value":"0-1","x":18446744073709551615}}\n'], "an unsigned 64-bit integer in an unread field"),
+    ([line(index=0, time=1, process=0, type="invoke", f="poll"),
+      b'{"index":1,"time":2,"process":0,"type":"ok","f":"poll","value":{"records":[{"topic":"fp","partition":0,'
+      b'"offset":9223372036854775808,"value":"0-1"}]}}\n'], "a record offset beyond int64"),
+    ([line(index=0, time=1, process=0, type="invoke", f="poll"), line(index=5, time=1, process=0, type="ok",
+                                                                      f="poll", value={"records": []})],
+     "a complete last line that fails validation"),
 ])
 def test_what_the_c_reader_is_not_sure_of_goes_to_the_exact_reader(tmp_path, monkeypatch, history, why):
     run_dir = run_of(tmp_path, history)
@@ -289,6 +298,10 @@ def test_what_the_c_reader_is_not_sure_of_goes_to_the_exact_reader(tmp_path, mon
     ([line(kind="replica", topic="fp", partition=0, offset=0, value="0-1")], "a replica without its node"),
     ([line(kind="snapshot", topic="fp", partition=0)], "an unknown kind"),
     ([line(kind="read-state", topic="fp", partition=0, complete=1)], "complete not a boolean"),
+    ([line(kind="read", topic="fp", partition=0, offset=2**63, value="0-1")], "an offset beyond int64"),
+    ([line(kind="replica-state", node="n1", topic="fp", partition=0, log_end_offset=1, high_watermark=1,
+           epochs=[[0, 2**63]])], "an epoch start beyond int64"),
+    ([line(kind="read", topic="fp", partition=0, offset=0, value="0-1")[:30]], "a torn last line"),
 ])
 def test_a_final_log_the_c_reader_is_not_sure_of_goes_to_the_exact_reader(tmp_path, monkeypatch,
                                                                            final, why):
