@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -38,14 +39,18 @@ int mapped_open(Mapped *m, const char *path) {
             return err;
         }
         if (n == 0) break;
-        for (const char *p = data + size + n; p-- > data + size;) { /* the chunk's last newline */
+        const char *first = memchr(data + size, '\n', (size_t)n);
+        int over = first != NULL && (size_t)(first - data) + 1 - line_start > MAPPED_MAX_LINE;
+        for (const char *p = data + size + n; first != NULL && p-- > first;) { /* the chunk's last newline */
             if (*p == '\n') {
                 line_start = (size_t)(p - data) + 1;
                 break;
             }
         }
         size += (size_t)n;
-        if (size - line_start > MAPPED_MAX_LINE) { /* pages not read into stay untouched */
+        /* A line ended in this chunk longer than the bound, or one not ended yet that
+         * already fills it (its newline would make it longer). */
+        if (over || size - line_start >= MAPPED_MAX_LINE) { /* pages not read into stay untouched */
             free(data);
             close(fd);
             return EFBIG;

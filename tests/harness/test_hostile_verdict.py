@@ -459,3 +459,29 @@ def test_damage_at_the_end_never_makes_any_planted_anomaly_valid(tmp_path):
     from tests.support.synth.plant import PLANTERS
     planted = [name for n, name in enumerate(PLANTERS) if planted_never_valid(tmp_path / str(n), name)]
     assert len(planted) >= 15, planted
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("extra", [0, 1], ids=["at-the-bound", "one-byte-over"])
+def test_both_readers_draw_the_line_bound_at_the_same_byte(tmp_path, monkeypatch, extra):
+    """A nemesis line of exactly 64 MiB (its newline included) is read by both readers; one byte
+    more is an error, and the C reader leaves the file to the exact reader, which names it."""
+    from harness.rundir.history import MAX_LINE_BYTES
+    history = list(HISTORY)
+    at = next(i for i, x in enumerate(BASE.history) if x["process"] == "nemesis")
+    d = orjson.loads(history[at])
+    d["padding"] = ""
+    short = len(orjson.dumps(d)) + 1
+    d["padding"] = "x" * (MAX_LINE_BYTES - short + extra)
+    history[at] = orjson.dumps(d) + b"\n"
+    assert len(history[at]) == MAX_LINE_BYTES + extra
+    run_dir = make(tmp_path, history)
+    table, why = native_load._native.read_history(str(run_dir / "history.jsonl"))
+    assert (table is None) == bool(extra), why
+    for outcome in both_readers(run_dir, monkeypatch):
+        errors = outcome.results["errors"]
+        if extra:
+            assert outcome.valid == "unknown" and any(f"history.jsonl:{at + 1}:" in e and "64 MiB" in e
+                                                      for e in errors), errors
+        else:
+            assert outcome.valid is True and not errors, errors
