@@ -5,6 +5,8 @@ loader, the run spec's `[checker]` check, and the analysis on Spark.
 """
 from __future__ import annotations
 
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,8 @@ from harness.rundir.names import TEST_FILE
 LINEAR_METHODS = ("witness", "search")
 # The keys of the `checker` section (docs/FORMATS.md, test.json); any other is refused.
 CHECKER_KEYS = ("invalid", "linearizability", "linear_method", "search_budget")
+# A test.json larger than this is refused unread (a spec is a few KiB).
+MAX_TEST_BYTES = 16 << 20
 # The sections the checker reads: each an object (or null, or absent: the defaults).
 SECTIONS = ("checker", "producer")
 
@@ -36,10 +40,17 @@ def read_test(path: Path) -> dict[str, Any]:
     """test.json at `path` as a dict; {} when absent (it is optional). BadInput when it is no
     JSON object."""
     try:
+        status = os.stat(path)
+        if not stat.S_ISREG(status.st_mode):  # a directory; a FIFO would block the read forever
+            raise BadInput(f"{path}: not a regular file; it must be a file holding a JSON object, or "
+                           f"absent (it is optional)")
+        if status.st_size > MAX_TEST_BYTES:
+            raise BadInput(f"{path}: {status.st_size} bytes, more than a test spec ever holds "
+                           f"({MAX_TEST_BYTES >> 20} MiB): not read; fix or remove it (it is optional)")
         data = Path(path).read_bytes()
     except FileNotFoundError:
         return {}
-    except OSError as e:  # a directory, no permission, an I/O error
+    except OSError as e:  # no permission, an I/O error
         raise BadInput(f"{path}: cannot be read ({e.strerror or e}); it must be a regular file "
                        f"holding a JSON object, or absent (it is optional)") from None
     try:

@@ -485,3 +485,19 @@ def test_both_readers_draw_the_line_bound_at_the_same_byte(tmp_path, monkeypatch
                                                       for e in errors), errors
         else:
             assert outcome.valid is True and not errors, errors
+
+
+def test_a_test_json_that_is_a_fifo_is_bad_input_not_a_hang(tmp_path):
+    run_dir = make(tmp_path)
+    (run_dir / "test.json").unlink()
+    os.mkfifo(run_dir / "test.json")
+    with pytest.raises(BadInput, match="not a regular file"):
+        check(run_dir)
+
+
+def test_a_huge_test_json_is_refused_unread(tmp_path):
+    run_dir = make(tmp_path)
+    with open(run_dir / "test.json", "wb") as f:
+        f.truncate(1 << 30)  # sparse: 1 GiB of NUL bytes
+    with pytest.raises(BadInput, match="more than a test spec ever holds"):
+        check(run_dir)
