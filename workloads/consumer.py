@@ -66,6 +66,7 @@ from typing import Any, Callable, Mapping, Sequence
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
 from workloads.client_log import DEFAULT_LINES, ClientLog
+from workloads.client_stacks import write_native_stacks
 from workloads.closing import close_within
 from workloads.messages import poll_record
 from workloads.recording import ClientRecorder, Done, WorkloadConfigError
@@ -78,6 +79,7 @@ COMMITTED_TIMEOUT_S = 5.0
 COMMIT_WAIT_S = 1.0  # a synchronous commit is waited for this long; it may land later (`info`)
 NOTES_KEPT = 3  # transient errors named in one poll's `error`
 STUCK_S = 10.0  # the liveness checker's stuck_lag_s default (harness/check/liveness.py)
+STACK_DUMPS = 2  # per process: when it first became stuck, and when its close was abandoned
 
 log = logging.getLogger(__name__)
 
@@ -139,13 +141,14 @@ class _Client:
     """One process's consumer and what its librdkafka callbacks left for the workload."""
 
     __slots__ = ("process", "consumer", "rebalances", "carried", "subscribed", "read", "last_commit",
-                 "committing", "held", "reached", "log", "progress", "stuck")
+                 "committing", "held", "reached", "log", "progress", "stuck", "stacks")
 
     def __init__(self, process: int, log: ClientLog | None = None) -> None:
         self.process = process
         self.log = log  # its client log (one per process, across the consumers it opens), or None
         self.progress: dict[tuple[str, int], float] = {}  # partition -> when it last read it or was not behind
         self.stuck: str | None = None  # why it is stuck now (a flushed episode), or None
+        self.stacks = 0  # native stack dumps taken for it (at most STACK_DUMPS)
         self.consumer: Consumer | None = None
         self.rebalances: list[dict[str, Any]] = []  # assign values, in callback order
         self.carried: Any = None  # a message that came after a rebalance: the next poll's first
@@ -167,7 +170,8 @@ class ConsumerWorkload:
     def __init__(self, bootstrap: str, recorder: ClientRecorder, partitions: Sequence[int],
                  processes: Sequence[int], options: ConsumerOptions = ConsumerOptions(), seed: int = 0,
                  clock: Callable[[], float] | None = None, client_logs: Path | None = None,
-                 acked: Callable[[], Mapping[int, int]] | None = None) -> None:
+                 acked: Callable[[], Mapping[int, int]] | None = None,
+                 stacks: Callable[[Path], str] | None = write_native_stacks) -> None:
         options.check()
         if not partitions:
             raise WorkloadConfigError(f"the consumer needs the partitions of topic {options.topic!r}; got none")
@@ -183,6 +187,7 @@ class ConsumerWorkload:
                                     if client_logs is not None and options.debug else None)
                          for p in self.processes}
         self._acked = acked
+        self._stacks = stacks  # takes the native stacks into a file, saying what it did; None: never
         self._closed = False
         self._rng = random.Random(f"{seed}/consumers")  # mixed mode's draws
         self._clock = clock or time.monotonic
@@ -442,7 +447,7 @@ class ConsumerWorkload:
                               f"acknowledged to {top}, no record for {now - client.progress[key]:.0f} s)")
         if behind and client.stuck is None:
             client.stuck = "stuck: " + "; ".join(behind)
-            where = self._flush(client, client.stuck)
+            where = self._flush(client, client.stuck, stacks=True)
             log.warning("consumer %s %s%s", client.process, client.stuck,
                         f"; its client log: {where}" if where else "")
         elif not behind and client.stuck is not None:
@@ -450,12 +455,19 @@ class ConsumerWorkload:
             if client.log is not None:
                 client.log.note("no longer stuck: every partition it holds read or caught up")
 
-    @staticmethod
-    def _flush(client: _Client, why: str) -> Path | None:
+    def _flush(self, client: _Client, why: str, stacks: bool = False) -> Path | None:
+        """Write the client's log, saying `why`; with `stacks`, also the process's native thread
+        stacks beside it (clients/<process>.stacks.<n>.txt, workloads/client_stacks.py)."""
         if client.log is None:
             return None
         client.log.note(why)
-        return client.log.flush(why)
+        where = client.log.flush(why)
+        if stacks and self._stacks is not None and client.stacks < STACK_DUMPS:
+            client.stacks += 1
+            said = self._stacks(where.with_name(f"{client.process}.stacks.{client.stacks}.txt"))
+            client.log.note(said)
+            client.log.flush(said)
+        return where
 
     def _crash(self, client: _Client, why: str) -> None:
         handle = self.recorder.invoke(client.process, "crash", None)
@@ -469,8 +481,7 @@ class ConsumerWorkload:
         self.crashed += 1
         done(process, "info")
 
-    @staticmethod
-    def _close_consumer(client: _Client) -> None:
+    def _close_consumer(self, client: _Client) -> None:
         consumer, client.consumer = client.consumer, None
         committing, client.committing = client.committing, None
         if committing is not None and not committing.wait(COMMITTED_TIMEOUT_S):
@@ -480,7 +491,7 @@ class ConsumerWorkload:
                         "not closed", client.process, COMMITTED_TIMEOUT_S)
             consumer = None
         if consumer is not None and not close_within(consumer, what=f"consumer {client.process}"):
-            ConsumerWorkload._flush(client, "the consumer did not close in time; abandoned")
+            self._flush(client, "the consumer did not close in time; abandoned", stacks=True)
         if client.log is not None:
             client.log.close()
         client.rebalances.clear()  # also the revoke that close() itself reports

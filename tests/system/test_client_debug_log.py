@@ -4,7 +4,9 @@ the leader of partition 0 SIGSTOPped. A consumer workload with client logs on re
 partition 1 and nothing of partition 0 while the producers' acknowledgements say there is
 something to read: after `stuck_s` it writes the consumer's librdkafka debug log
 (workloads/client_log.py) to clients/<process>.log in the run directory, under a header
-naming the stuck partition, with librdkafka's own fetch and protocol lines in it."""
+naming the stuck partition, with librdkafka's own fetch and protocol lines in it, and the
+process's native thread stacks (gdb: workloads/client_stacks.py) beside it, librdkafka's
+threads among them."""
 from __future__ import annotations
 
 import time
@@ -80,5 +82,8 @@ def test_a_consumer_stuck_on_a_paused_leader_writes_its_debug_log_to_the_run_dir
     assert f"{TOPIC}-1" not in header.split("flushed:")[1], header
     assert " DEBUG FETCH " in text, "librdkafka's fetch context lines are in the log"
     assert " DEBUG SEND " in text or " DEBUG RECV " in text, "librdkafka's protocol lines are in the log"
+    stacks = run_dir / CLIENTS_DIR / f"{PROCESS}.stacks.1.txt"
+    assert "native stacks of every thread written to" in text, "gdb is on this machine: the stacks are taken"
+    assert "rdk:broker" in stacks.read_text() and "rdk:main" in stacks.read_text(), "librdkafka's threads, named"
     assert f"NOTE fencepost poll: {RECORDS} records ({TOPIC}-1 to {RECORDS - 1})" in text \
         or "NOTE fencepost poll: 0 records" in text

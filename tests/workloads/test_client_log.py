@@ -73,7 +73,7 @@ def test_a_consumer_behind_acknowledged_writes_writes_its_log_only_when_stuck(tm
         workload = ConsumerWorkload(NOWHERE, Recorder(writer), [0], [1000],
                                     ConsumerOptions(topic="t", debug=DEFAULT_DEBUG, stuck_s=0.5,
                                                     librdkafka={"log_level": 0}),
-                                    client_logs=clients, acked=lambda: acked)
+                                    client_logs=clients, acked=lambda: acked, stacks=None)
         _poll_for(workload, 1.0)
         workload.close(5)
     if not stuck:
