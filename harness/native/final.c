@@ -121,6 +121,7 @@ static int apply_entry(FinalTable *t, int64_t line, const Entry *e, Hot *hot) {
     int is_read = span_is(e->kind, "read");
     if (is_read || span_is(e->kind, "replica")) {
         if (!e->has_offset || !e->has_value) return give_up(t, line, "a record without offset or value");
+        if (e->offset < 0) return give_up(t, line, "a negative offset");
         uint32_t pair = records_intern(&p->seen, e->offset, e->value);
         if (pair == NO_ID) return give_up(t, line, "out of memory");
         if (is_read) {

@@ -152,6 +152,7 @@ static int parse_record(Reader *r, Cursor *c, int keep) {
         if (bad) return give_up(r, "a record field of another shape");
     }
     if (more != 0 || (seen & 15) != 15) return give_up(r, "a record without its fields");
+    if (offset < 0) return give_up(r, "a negative offset");
     if (!keep) return 0;
     uint32_t topic_id = intern_topic(r, topic);
     if (topic_id == NO_ID) return out_of_memory(r);
@@ -503,6 +504,7 @@ static int apply_send(Reader *r, Process *proc, const Line *l) {
     s->error = l->has_error ? l->error : NO_ID;
     if (l->type == TYPE_OK) {
         if (!v->has_offset) return give_up(r, "an ok send without its offset");
+        if (v->offset < 0) return give_up(r, "a negative offset");
         s->outcome = OUTCOME_OK;
         s->offset = v->offset;
         s->has_offset = 1;

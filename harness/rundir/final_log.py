@@ -256,7 +256,7 @@ class FinalReader:
                     offset = d.get("offset")
                     value = d.get("value")
                     epoch = d.get("leader_epoch")
-                    if type(offset) is not int or offset > INT64_MAX:
+                    if type(offset) is not int or not 0 <= offset <= INT64_MAX:
                         held = _missing_or_bad(d, "offset", "an integer")
                     elif type(value) is not str:
                         held = _missing_or_bad(d, "value", "a string")
@@ -314,6 +314,8 @@ def _missing_or_bad(d: dict, name: str, expected: str) -> str:
         return f"field \"{name}\": missing (expected {expected})"
     if type(d[name]) is int and not _int(d[name]):
         return _int64_error(name, d[name])
+    if name == "offset" and type(d[name]) is int and d[name] < 0:
+        return f"field \"offset\": {d[name]} is negative, which no offset is"
     return f"field \"{name}\": expected {expected}, got {_show(d[name])}"
 
 

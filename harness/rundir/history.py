@@ -19,7 +19,7 @@ otherwise ignored.
   harness/check/verdict.py). A complete line that fails validation is an error
   wherever it stands (the verdict becomes unknown), and reading goes on. Every
   integer read (and every integer of a nemesis value or of an unknown field) must
-  lie within int64 (`INT64_MIN`..`INT64_MAX`), `time` also not negative, else the
+  lie within int64 (`INT64_MIN`..`INT64_MAX`), `time` and offsets also not negative, else the
   line is an error naming the field. A line longer than `MAX_LINE_BYTES` is an
   error, skipped without being held in memory.
 - `HistoryReader.operations()` pairs each client invoke with the next
@@ -440,7 +440,7 @@ class HistoryReader:
                         elif ty == "ok":
                             epoch = v.get("leader_epoch")
                             offset = v.get("offset")
-                            if (type(offset) is not int or offset > int64_max
+                            if (type(offset) is not int or not 0 <= offset <= int64_max
                                     or (epoch is not None and (type(epoch) is not int or epoch > int64_max))):
                                 held = _check_send_ok(v)
                     elif pair and f == "poll" and ty == "ok":
@@ -590,8 +590,15 @@ def _int(value: Any) -> bool:
     return type(value) is int and value <= INT64_MAX
 
 
+def _offset(value: Any) -> bool:
+    """An offset: an integer from 0 within int64 (Kafka's are never negative)."""
+    return type(value) is int and 0 <= value <= INT64_MAX
+
+
 def _expect_int(path: str, value: Any, what: str) -> str:
-    """`_expect`, or for an integer beyond int64 `_int64_error`."""
+    """`_expect`, or for an integer beyond int64 `_int64_error`, or for a negative offset that."""
+    if type(value) is int and value < 0:
+        return f"field \"{path}\": {value} is negative, which no offset is: fix or remove the line"
     return _int64_error(path, value) if type(value) is int else _expect(path, value, what)
 
 
@@ -653,7 +660,7 @@ def _check_send_ok(v: Any) -> str | None:
     if error is not None:
         return error
     offset = v.get("offset")
-    if not _int(offset):
+    if not _offset(offset):
         return _expect_int("value.offset", offset, "an integer (the acked offset)")
     epoch = v.get("leader_epoch")
     if epoch is not None and not _int(epoch):
@@ -671,7 +678,7 @@ def _check_poll_ok(v: Any) -> str | None:
     for record in v["records"]:  # one expression per record: this runs millions of times
         if (type(record) is not dict or type(record.get("topic")) is not str
                 or type(p := record.get("partition")) is not int or type(o := record.get("offset")) is not int
-                or p > INT64_MAX or o > INT64_MAX or type(record.get("value")) is not str
+                or p > INT64_MAX or not 0 <= o <= INT64_MAX or type(record.get("value")) is not str
                 or ((epoch := record.get("leader_epoch")) is not None
                     and (type(epoch) is not int or epoch > INT64_MAX))):
             return _poll_record_error(v["records"])
@@ -696,7 +703,7 @@ def _group_records(v: Any, shared: dict[tuple[str, int], dict[int, tuple[int, st
         offset = record.get("offset")
         value = record.get("value")
         if (type(p) is not int or type(offset) is not int or type(value) is not str
-                or p > INT64_MAX or offset > INT64_MAX
+                or p > INT64_MAX or not 0 <= offset <= INT64_MAX
                 or ((epoch := record.get("leader_epoch")) is not None
                     and (type(epoch) is not int or epoch > INT64_MAX))):
             return _poll_record_error(v["records"])
@@ -727,7 +734,7 @@ def _poll_record_error(records: list) -> str:
             return _expect(f"value.records[{n}]", record, "an object")
         for name, kind, what in (("topic", str, "a string"), ("partition", int, "an integer"),
                                  ("offset", int, "an integer"), ("value", str, "a string")):
-            if type(record.get(name)) is not kind or (kind is int and not _int(record[name])):
+            if type(record.get(name)) is not kind or (kind is int and not (_offset if name == "offset" else _int)(record[name])):
                 return _expect_int(f"value.records[{n}].{name}", record.get(name), what)
         epoch = record.get("leader_epoch")
         if epoch is not None and not _int(epoch):

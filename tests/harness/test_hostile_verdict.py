@@ -501,3 +501,24 @@ def test_a_huge_test_json_is_refused_unread(tmp_path):
         f.truncate(1 << 30)  # sparse: 1 GiB of NUL bytes
     with pytest.raises(BadInput, match="more than a test spec ever holds"):
         check(run_dir)
+
+
+NEGATIVE_OFFSETS = [("history", "send", "ok", ("value", "offset"), "value.offset"),
+                    ("history", "poll", "ok", ("value", "records", 0, "offset"), "value.records[0].offset"),
+                    ("final", "read", None, ("offset",), "offset"), ("final", "replica", None, ("offset",), "offset")]
+
+
+@pytest.mark.parametrize("value", [-5, -(2**63)])
+@pytest.mark.parametrize("kind,f,type_,path,field", NEGATIVE_OFFSETS, ids=[f"{a}-{b}" for a, b, *_ in NEGATIVE_OFFSETS])
+def test_a_negative_offset_is_an_error_in_both_readers_not_a_crash(tmp_path, monkeypatch, kind, f, type_, path,
+                                                                   field, value):
+    """Offsets are never negative; the log model of the linearizability check crashed on them (255)."""
+    at = first(kind, f, type_)
+    if kind == "history":
+        run_dir = make(tmp_path, history=with_int(HISTORY, at, path, value))
+    else:
+        run_dir = make(tmp_path, final=with_int(FINAL, at, path, value))
+    for outcome in both_readers(run_dir, monkeypatch):
+        assert outcome.valid == "unknown", outcome.results["reasons"]
+        assert any(f"{kind}.jsonl:{at + 1}: field \"{field}\"" in e and "negative" in e
+                   for e in outcome.results["errors"]), outcome.results["errors"][:3]
