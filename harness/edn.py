@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from harness.errors import Problems
+from harness.rundir.atomic import atomic_file
 from harness.rundir.history import NEMESIS, Op, iter_history
 from harness.rundir.names import HISTORY_FILE
 
@@ -44,19 +45,20 @@ class ExportResult:
 
 
 def export_edn(run_dir: Path, out: Path | None = None) -> ExportResult:
-    """Write `run_dir`/history.jsonl as EDN to `out` (default `run_dir`/history.edn)."""
+    """Write `run_dir`/history.jsonl as EDN to `out` (default `run_dir`/history.edn), streamed
+    through the one atomic writer (harness/rundir/atomic.py): `out` holds the whole export or
+    what it held before; one that exists as anything but a regular file is refused
+    (NotRegularFile, a BadInput) before the history is read."""
     history = Path(run_dir) / HISTORY_FILE
     out = Path(run_dir) / EDN_FILE if out is None else Path(out)
-    key_of = key_mapping(_topics(history))
     problems = Problems()
-    partial = out.with_name(out.name + ".partial")
     ops = 0
-    with open(partial, "w", encoding="utf-8") as file:
+    with atomic_file(out, "w") as file:
+        key_of = key_mapping(_topics(history))
         for op in iter_history(history, problems):
             file.write(op_edn(op, key_of))
             file.write("\n")
             ops += 1
-    partial.replace(out)
     return ExportResult(out, ops, problems)
 
 

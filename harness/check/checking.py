@@ -52,6 +52,8 @@ from checkers.partition import PartitionHistory
 from harness.errors import BadInput
 from harness.processes.forked import Forked, can_fork, collect
 from harness.rundir.names import HISTORY_FILE, TEST_FILE
+from harness.rundir.atomic import output_folder, write_atomically
+from harness.rundir.safe_names import contained, safe_name
 from harness.rundir.record import partition_name
 from harness.rundir.test_file import read_test
 from harness.check.liveness import liveness
@@ -224,15 +226,20 @@ def write_counterexamples(run_dir: Path, reports: list[PartitionReport]) -> dict
     for report in reports:
         if report.linearizable is False and report.linear_html:
             name = partition_name(report.topic, report.partition)
-            relative = f"{LINEAR_DIR}/{name}.html"
+            file_name = counterexample_file_name(report.topic, report.partition)
+            relative = f"{LINEAR_DIR}/{file_name}"
             try:
-                (run_dir / LINEAR_DIR).mkdir(exist_ok=True)
-                (run_dir / relative).write_text(report.linear_html, encoding="utf-8")
+                write_atomically(contained(output_folder(run_dir, LINEAR_DIR), file_name), report.linear_html)
             except OSError as e:
                 raise BadInput(f"cannot write {run_dir / relative}: {e.strerror or e}; make the "
                                f"run directory writable, or check with --no-write") from e
             written[name] = relative
     return written
+
+
+def counterexample_file_name(topic: str, partition: int) -> str:
+    """linear/'s page of a partition: `<topic>-<partition>.html`, made safe (harness/rundir/safe_names.py)."""
+    return f"{safe_name(partition_name(topic, partition))}.html"
 
 
 # --- worker processes ---------------------------------------------------------------

@@ -3,7 +3,9 @@ SYSTEM[:TRUNCATION]]`: runs or campaigns side by side — per system, truncation
 runs, invalid runs, the invalid-run rate with its Wilson 95% interval, Fisher's exact
 p-value against the previous row of its fault group (or the baseline's row), the median
 time to first detection and the anomalies found; printed in the chosen format, written as
-compare.csv and compare.png (harness/compare/). Nothing is written into the runs read."""
+compare.csv and compare.png (harness/compare/), each through the one atomic writer
+(harness/rundir/atomic.py: an existing one that is not a regular file is refused, exit 254,
+before either is written). Nothing is written into the runs read."""
 from __future__ import annotations
 
 import argparse
@@ -11,9 +13,11 @@ import sys
 from pathlib import Path
 
 from harness.compare.formats import FORMATS
-from harness.rundir.atomic import write_atomically
+from harness.rundir.atomic import NotRegularFile, refuse_unless_regular, write_atomically
 
 NAME = "compare"
+CSV_FILE = "compare.csv"
+PNG_FILE = "compare.png"
 HELP = "compare runs or campaigns per protocol version and fault: table, p-values, CSV and plot"
 
 
@@ -52,6 +56,11 @@ def run(args: argparse.Namespace) -> int:
         if out.is_relative_to(result.run_dir.resolve()):
             raise BadInput(f"--out {args.out} lies inside the run directory {result.run_dir}, which compare "
                            "reads and never writes into: give another folder")
+    if args.out.exists() and not args.out.is_dir():
+        raise BadInput(f"--out {args.out} is a file, not a folder: compare writes {CSV_FILE} and {PNG_FILE} "
+                       "into a folder; give another path")
+    for name in (CSV_FILE, PNG_FILE):  # both refused before either is written
+        refuse_unless_regular(args.out / name)
     table = with_p_values(rows(results), baseline)
     text = render(table, args.format, None if baseline is None else str(baseline))
     text = printable(text)  # the runs' settings and anomaly names, escaped for the terminal (JSON stays JSON)
@@ -60,8 +69,14 @@ def run(args: argparse.Namespace) -> int:
     if baseline is not None:
         for faults in groups_without(table, baseline):
             print(f"no {baseline} runs under faults {faults}: no p-values there", file=aside)
-    args.out.mkdir(parents=True, exist_ok=True)
-    write_atomically(args.out / "compare.csv", to_csv(table))
-    plot = plot_rates(table, args.out / "compare.png")
-    print(f"table: {args.out / 'compare.csv'}; plot: {plot}", file=aside)
+    try:
+        args.out.mkdir(parents=True, exist_ok=True)
+        write_atomically(args.out / CSV_FILE, to_csv(table))
+        plot = plot_rates(table, args.out / PNG_FILE)
+    except NotRegularFile:
+        raise  # made meanwhile; says what is in the way
+    except OSError as e:
+        raise BadInput(f"cannot write into --out {args.out}: {e.filename or args.out}: {e.strerror or e}; give "
+                       "a folder you can write") from e
+    print(f"table: {args.out / CSV_FILE}; plot: {plot}", file=aside)
     return 0

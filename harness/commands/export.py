@@ -11,7 +11,7 @@ NAME = "export"
 HELP = "export a run's history for other tools (--edn: Jepsen's kafka workload form)"
 EXAMPLES = (
     ("fencepost export results/latest --edn", "write RUN_DIR/history.edn for Jepsen and Elle"),
-    ("fencepost export RUN_DIR --edn --out /tmp/h.edn", "elsewhere"),
+    ("fencepost export RUN_DIR --edn --out /tmp/h.edn", "elsewhere (a new or regular file: anything else is refused)"),
 )
 
 
@@ -25,6 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from harness.edn import export_edn
+    from harness.rundir.atomic import NotRegularFile
     from harness.rundir.find import history_of
 
     if not args.edn:
@@ -32,7 +33,13 @@ def run(args: argparse.Namespace) -> int:
     history_of(args.run_dir)
     if args.out is not None and not args.out.parent.is_dir():
         raise BadInput(f"--out {args.out}: the folder {args.out.parent} does not exist")
-    result = export_edn(args.run_dir, args.out)
+    try:
+        result = export_edn(args.run_dir, args.out)
+    except NotRegularFile:
+        raise  # says what is in the way
+    except OSError as e:  # a folder that cannot be written, a disk that is full
+        raise BadInput(f"cannot export {args.run_dir}: {e.filename or args.out}: {e.strerror or e}; give --out "
+                       "a file in a folder you can write") from e
     problems = result.problems
     for line in problems.listed_errors() + problems.listed_warnings():
         print(f"fencepost export: {line}", file=sys.stderr)

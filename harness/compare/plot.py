@@ -61,12 +61,19 @@ def draw_rates(table: list[Row]):
 
 
 def plot_rates(table: list[Row], path: Path) -> Path:
+    """Draw the figure into `path` (PNG), whole or not at all: harness/rundir/atomic.py refuses
+    a `path` that is a link or anything else than a regular file, never writing through it."""
     import matplotlib.pyplot as plt
 
+    from harness.rundir.atomic import atomic_file
+
     fig = draw_rates(table)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_file(path) as out:
+            fig.savefig(out, format="png", dpi=100)
+    finally:
+        plt.close(fig)
     return path
 
 

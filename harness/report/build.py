@@ -24,7 +24,7 @@ from harness.report.scan import scan_history
 from harness.report.timeline import plot_timeline
 from harness.report.timeline_page import write_timeline_page
 from harness.report.trace_page import trace_href, write_trace_page
-from harness.rundir.atomic import write_atomically
+from harness.rundir.atomic import output_folder, write_atomically
 from harness.rundir.names import REPORT_FILE
 from harness.report.trace import TraceCollector
 
@@ -44,8 +44,8 @@ def write_report(run_dir: Path | str) -> Path:
     tracer = TraceCollector(trace_targets(inputs.results))
     scan = scan_history(run_dir, observers=[columns, lag, tracer] if tracer.targets else [columns, lag])
     bands = nemesis_bands(scan.nemesis, scan.last_time)
-    plots_dir = run_dir / PLOTS_DIR
     try:
+        plots_dir = output_folder(run_dir, PLOTS_DIR)
         traces = {}
         if tracer.targets:
             for trace in tracer.finish(run_dir, Problems(max_kept=5)):

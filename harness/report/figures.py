@@ -16,6 +16,7 @@ from matplotlib.patches import Patch
 
 from harness.report.bands import SCENARIO, Band
 from harness.report.colours import fault_colour
+from harness.rundir.atomic import atomic_file
 
 DPI = 100
 WIDTH_IN = 11.0
@@ -96,6 +97,9 @@ def placeholder(ax: Axes, text: str) -> None:
 
 
 def save(fig: Figure, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, format="png", dpi=DPI, bbox_inches="tight")
+    """Write `fig` as PNG to `path`, whole or not at all (harness/rundir/atomic.py: a `path` that
+    is a link or anything but a regular file is refused, never written through); the folder is
+    the caller's (build.py makes plots/ with output_folder)."""
+    with atomic_file(path) as out:
+        fig.savefig(out, format="png", dpi=DPI, bbox_inches="tight")
     return path

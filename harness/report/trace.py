@@ -31,11 +31,11 @@ from harness.rundir.final_log import iter_final
 from harness.rundir.history import NEMESIS, Op, iter_history
 from harness.rundir.find import history_of
 from harness.rundir.names import FINAL_FILE
+from harness.rundir.safe_names import safe_name
 from harness.report.bands import NemesisOp, pair_actions
 
 AROUND_S = 10.0
 OFFSET_FORM = re.compile(r"(.+)/(\d+)/(\d+)")
-_SAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 Key = tuple[str, int]  # (topic, partition)
 Place = tuple[str, int, int]  # (topic, partition, offset)
@@ -59,11 +59,14 @@ class Target:
         return f"offset {self.topic}/{self.partition}/{self.offset}"
 
     def file_name(self) -> str:
-        """A file name of its own: `value-3-17.html`, `offset-fp-0-264.html` (a value
-        with other characters than letters, digits, '.', '_', '-' gets them as hex)."""
+        """A file name of its own: `value-3-17.html`, `offset-fp-0-264.html`; one with other
+        characters than letters, digits, '.', '_', '-', or longer than safe_names.MAX_NAME,
+        gets a readable prefix and a hash (harness/rundir/safe_names.py)."""
         if self.value is not None:
-            return f"value-{_safe(self.value)}.html"
-        return f"offset-{_safe(self.topic or '')}-{self.partition}-{self.offset}.html"
+            stem = f"value-{self.value}"
+        else:
+            stem = f"offset-{self.topic or ''}-{self.partition}-{self.offset}"
+        return f"{safe_name(stem)}.html"
 
 
 def parse_offset(text: str) -> Target:
@@ -369,9 +372,3 @@ def _nemesis_detail(value: Any) -> str:
     if isinstance(value.get("skipped"), str):
         parts.append(f"skipped: {value['skipped']}")
     return " ".join(parts)
-
-
-def _safe(text: str) -> str:
-    if not _SAFE.search(text) and text not in ("", ".", ".."):
-        return text
-    return "x" + text.encode("utf-8").hex()

@@ -8,7 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.report.page import esc, page
-from harness.rundir.atomic import write_atomically
+from harness.rundir.atomic import output_folder, write_atomically
+from harness.rundir.safe_names import contained
 from harness.report.trace import Trace
 
 TRACE_DIR = "trace"
@@ -88,8 +89,9 @@ def _row(who: str, value: str | None, wanted: str | None, epoch: str, hw: str, e
 
 
 def write_trace_page(run_dir: Path | str, trace: Trace) -> Path:
+    """RUN_DIR/trace/<name>.html, written whole into a real trace/ folder of the run (a symlink
+    there is replaced, never followed: harness/rundir/atomic.py); returns its path."""
     run_dir = Path(run_dir)
-    path = run_dir / trace_href(trace)
-    path.parent.mkdir(exist_ok=True)
+    path = contained(output_folder(run_dir, TRACE_DIR), trace.target.file_name())
     write_atomically(path, render_trace(trace, run_dir.name))
     return path

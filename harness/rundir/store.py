@@ -17,7 +17,9 @@ import time
 from datetime import datetime
 from pathlib import Path
 
+from harness.errors import BadInput
 from harness.rundir.atomic import point_latest
+from harness.rundir.safe_names import plain_name
 from harness.rundir.names import LATEST, LOG_FILE
 
 # YYYYmmddTHHMMSS, an optional UTC offset (Z or +hhmm / -hhmm), then -<6 hex>.
@@ -25,6 +27,12 @@ RUN_NAME = re.compile(r"(\d{8}T\d{6})(Z|[+-]\d{4})?-[0-9a-f]{6}")
 
 
 def new_run_dir(results: Path, test_name: str, now: datetime | None = None) -> Path:
+    """A new `results`/`test_name`/<stamp>-<6 hex>/ and the `latest` links to it. `test_name` must
+    be one plain name, so that the run lands in a folder of `results` (BadInput otherwise: nothing
+    is made); which names a test may have is the spec's rule (harness/run/spec.py)."""
+    if not plain_name(test_name):
+        raise BadInput(f"test name {test_name!r}: a run directory is made under {results}/<test name>/, so the "
+                       "name must be one plain file name (no '/', not empty, '.' or '..'); give another name")
     run_dir = results / test_name / f"{run_stamp(now)}-{secrets.token_hex(3)}"
     run_dir.mkdir(parents=True)
     point_latest(results / LATEST, run_dir)
