@@ -144,6 +144,13 @@ def test_a_torn_last_line_never_leaves_a_run_valid(tmp_path):
     assert not results["errors"]
 
 
+@pytest.mark.slow
+def test_a_torn_last_line_on_the_command_line(tmp_path):
+    code, out, results = cli(make(tmp_path, b"".join(HISTORY) + b'{"index":%d,"time":1' % N))
+    assert code == 2 and "torn" in out, out
+    assert results["valid"] == "unknown" and not results["errors"]
+
+
 def test_a_torn_last_line_of_final_jsonl_never_leaves_a_run_valid(tmp_path, monkeypatch):
     final = b"".join(FINAL) + b'{"kind":"replica-state","node":"n1","topic":"fp","partition":1,"log_end'
     for outcome in both_readers(make(tmp_path, final=final), monkeypatch):
