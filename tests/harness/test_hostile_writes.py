@@ -466,3 +466,35 @@ def test_hostile_names_through_the_page_writers_stay_inside_many(tmp_path, no_fs
     counts = hostile_names_case_count(5_000, seed=2, root=tmp_path)
     print(counts)
     assert counts["texts"] > 3_000 and counts["pages"] > 10_000
+
+
+@pytest.mark.slow
+def test_an_export_killed_mid_write_leaves_a_partial_the_next_export_removes(tmp_path):
+    """SIGKILL `fencepost export` while it writes: the target keeps its old bytes, and the
+    temporary file it left is gone after the next export of that file."""
+    import signal
+    import time
+
+    from tests.support.synth.generate import generate_to_dir
+
+    run_dir = tmp_path / "big"
+    generate_to_dir(run_dir, GenConfig(seed=1, lines=40_000, partitions=2, producers=4, consumers=1))
+    out = tmp_path / "h.edn"
+    out.write_text("old")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    killed_with_partial = 0
+    for _ in range(5):
+        proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "export", str(run_dir), "--edn", "--out",
+                                 str(out)], cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while not partials(tmp_path) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        killed_with_partial += bool(partials(tmp_path))
+        assert out.read_text() == "old" or proc.returncode == 0
+    assert killed_with_partial >= 1
+    done = fencepost(tmp_path, "export", str(run_dir), "--edn", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert partials(tmp_path) == [] and out.read_text() != "old"
