@@ -178,12 +178,12 @@ def report(args: argparse.Namespace, rows: list[dict], seconds: float, asked: in
         by_cls[row["cls"]].append(row)
     codes = (0, 1, 2, 254)
     kinds = ("exit", "traceback", "timeout", "write-outside", "out-target", "verdict", "readers", "terminal",
-             "page", "subprocess")
+             "page", "partial-left", "subprocess")
     print(f"\n{len(rows)} of {asked} cases, seed {args.seed}, {args.jobs} job(s), {seconds:.0f} s "
           f"({len(rows) / max(seconds, 1e-9):.1f} cases/s)" + ("" if len(rows) == asked else
                                                                "  -- stopped at --max-seconds"))
     header = f"{'class':<20} {'cases':>7} " + " ".join(f"{'exit ' + str(c):>8}" for c in codes) + \
-        f" {'other':>6} {'failed':>7}  failures by kind"
+        f" {'none':>6} {'failed':>7}  failures by kind"
     print(header)
     print("-" * len(header))
     total_failed = 0

@@ -8,13 +8,15 @@ duplicated, swapped, integers beyond int64 and extremes within it, wrong types, 
 a lone surrogate), long lines, an acknowledged value's final read line dropped or changed, a
 poll's or an acknowledgement's offset changed, a final read cut or marked incomplete, an empty
 history, test.json of the wrong shape, output folders and files linked out of the run, --out
-targets that are not regular files; and combinations. Each case runs `fencepost check` (and a
+targets that are not regular files, a results.json of another shape (for compare, trace,
+report), leftover `.partial` files of killed writers; and combinations. Each case runs `fencepost check` (and a
 share report, trace --html, export --edn, compare) in a child forked from this process, in a
 root of its own, and must: exit 0, 1, 2 or 254 with no traceback; change nothing outside the
 run directory (the sentinel folder the links point into included); give a verdict the
 mutation allows (never valid where an anomaly the documented rules catch is there); load the
 same by the C reader and the exact Python reader; print no control character; leave no page
-whose script elements a value opened or closed.
+whose script elements a value opened or closed; leave no regular `.partial` leftover of a
+file it wrote.
 
 Fast: CASES cases per class (the cases `python bench/mutation_bench.py --seed 33 --only CLASS
 --cases 10` runs, without report), report on one mutated run, and one case through real

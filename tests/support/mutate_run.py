@@ -167,6 +167,7 @@ class Base:
     verdict: int  # check's exit code on it, unmutated
     instances: list[dict[str, frozenset[int]]] = field(default_factory=list)  # per anomaly example: file -> lines
     idempotent: bool = False
+    results: bytes = b"{}"  # the results.json check writes for it
 
 
 SYNTH_VALID = [  # (name, GenConfig keyword arguments)
@@ -234,7 +235,8 @@ def _base(name: str, files: dict[str, bytes]) -> Base | None:
         return None
     test = parse(files.get(TEST, b"{}")) or {}
     idem = bool(isinstance(test.get("producer"), dict) and test["producer"].get("idempotent"))
-    return Base(name, files, code, _instances(files, results) if code == 1 else [], idem)
+    return Base(name, files, code, _instances(files, results) if code == 1 else [], idem,
+                json.dumps(results, indent=2).encode())
 
 
 @functools.lru_cache(maxsize=1)
@@ -332,6 +334,8 @@ class Mutable:
         self.kinds: list[str] = []  # what the whole case requires, whatever the lines
         self.special: dict[str, tuple] = {}
         self.commands: list[tuple] = []
+        self.only_commands = False  # True: `commands` are all the case runs (no check first)
+        self.extra: dict[str, bytes] = {}  # more files in the run directory (results.json)
         self.notes: list[str] = []
 
     def touch(self, name: str, *at: int) -> None:
@@ -381,7 +385,7 @@ class Mutable:
         out = {n: b"".join(lines) for n, lines in self.lines.items()}
         if self.test is not None:
             out[TEST] = self.test
-        return out
+        return {**out, **self.extra}
 
     def kind(self) -> str:
         """What check must answer: the case's kinds, the tags of complete lines, and what the
@@ -865,6 +869,64 @@ def mut_test_json(m: Mutable) -> None:
         m.kinds.append("refused")
 
 
+def mut_results_json(m: Mutable) -> None:
+    """A results.json beside the run of another shape than check writes (not JSON, not an
+    object, a key of the wrong type, a hostile string, a number beyond int64, cut short, a key
+    gone): compare names the run and goes on, report and trace refuse or carry on; never a
+    crash. (check is not run: it would write results.json anew.)"""
+    rng = m.rng
+    results = parse(m.base.results)
+    how = rng.choice(["garbage", "not-object", "type", "hostile", "number", "cut", "missing"])
+    if how == "garbage":
+        data = rng.choice(GARBAGE + [b"", b"\x00" * 64, b"\xff\xfe{"])
+    elif how == "not-object":
+        data = rng.choice([b"[]", b"null", b"5", b'"valid"', b"true"])
+    elif how == "cut":
+        data = m.base.results[:rng.randrange(len(m.base.results))]
+    else:
+        fields = list(leaves(results))[1:]
+        for _ in range(rng.randint(1, 4)):
+            path, old = rng.choice(fields)
+            try:
+                if how == "missing" and isinstance(path[-1], str):
+                    parent = results
+                    for step in path[:-1]:
+                        parent = parent[step]
+                    parent.pop(path[-1], None)
+                elif how == "type":
+                    set_path(results, path, rng.choice([w for w in WRONG_TYPES if type(w) is not type(old)]))
+                elif how == "hostile":
+                    set_path(results, path, rng.choice(HOSTILE))
+                else:
+                    set_path(results, path, rng.choice(OUT_OF_RANGE + IN_RANGE_EXTREMES))
+            except (KeyError, IndexError, TypeError):
+                continue
+            fields = list(leaves(results))[1:]
+        data = dump(results, rng.random() < 0.3)
+    m.extra["results.json"] = data
+    m.note(f"results.json {how}: {data[:60]!r}")
+    m.only_commands = True
+    m.commands = [("trace", None)] + ([("compare",)] if rng.random() < 0.25 else []) + (
+        [("report",)] if rng.random() < 0.02 else [])  # compare and report draw plots: 0.5 s and 5 s of CPU
+
+
+def mut_partials(m: Mutable) -> None:
+    """Leftover temporary files of killed writers beside results.json, history.edn and report.html
+    (`.<name>.<16 hex>.partial`, or `.<name>.<pid>.partial` of earlier releases): regular files,
+    which the next writer of that file removes; or a link into the sentinel folder, a folder, a
+    FIFO, which it must neither follow nor hang on."""
+    rng = m.rng
+    for target in rng.sample(["results.json", "history.edn", "report.html"], rng.randint(1, 3)):
+        middle = f"{rng.getrandbits(64):016x}" if rng.random() < 0.7 else str(rng.randint(2, 4_000_000))
+        what = rng.choice(["file", "file", "file", "link", "dir", "fifo"])
+        m.special[f"run/.{target}.{middle}.partial"] = {
+            "file": ("file", b"half a file"), "link": ("link", "sentinel/out-existing"), "dir": ("dir",),
+            "fifo": ("fifo",)}[what]
+    m.note("partials: " + ", ".join(f"{k[4:]} ({v[0]})" for k, v in sorted(m.special.items())))
+    m.kinds.append("same")
+    m.commands.append(("export", "default"))
+
+
 OUTPUT_DIRS = ("linear", "trace", "plots")
 OUTPUT_FILES = ("results.json", "report.html", "history.html", "timeline.html", "history.edn")
 
@@ -918,6 +980,8 @@ CLASSES: dict[str, Callable[[Mutable], None] | None] = {
     "test-json": mut_test_json,
     "symlinks": mut_symlinks,
     "out-targets": mut_out_targets,
+    "results-json": mut_results_json,
+    "partials": mut_partials,
     "combo": None,  # 2-4 of COMBINABLE at once
 }
 COMBINABLE = ["corrupt-line", "torn-tail", "flip-bytes", "lines", "numbers", "wrong-type", "hostile-string",
@@ -927,7 +991,7 @@ WEIGHTS = {"corrupt-line": 2, "lines": 2, "numbers": 2, "wrong-type": 2, "hostil
            "combo": 3, "huge-line": 1, "out-targets": 1}
 SCHEDULE = [cls for cls in CLASSES for _ in range(WEIGHTS.get(cls, 1))]
 # Shares of the other commands (check runs on every case); the link classes add theirs.
-SHARES = {"report": 0.0005, "trace": 0.08, "export": 0.06, "compare": 0.04}  # report: 5 s of CPU each
+SHARES = {"report": 0.0005, "trace": 0.08, "export": 0.06, "compare": 0.01}  # report 5 s of CPU, compare 0.5 s
 
 
 def scheduled(i: int) -> tuple[str, int]:
@@ -949,6 +1013,8 @@ def make_case(seed: int, cls: str, n: int) -> Case:
     else:
         CLASSES[cls](m)
     extra = list(m.commands)
+    if m.only_commands:
+        return Case(seed, cls, n, base, m.files(), m.special, m.touched, m.kind(), extra, "; ".join(m.notes))
     for command, share in SHARES.items():
         if rng.random() < share and not any(c[0] == command for c in extra):
             extra.append((command, None) if command == "trace" else
@@ -1023,6 +1089,8 @@ def write_case(case: Case, root: Path) -> Layout:
             (path / "inside.txt").write_bytes(b"x\n")
         elif spec[0] == "fifo":
             os.mkfifo(path)
+        elif spec[0] == "file":
+            path.write_bytes(spec[1])
         else:
             os.symlink(lay.deep / spec[1], path)
     return lay
@@ -1296,6 +1364,13 @@ def run_case(case: Case, workdir: Path, *, subprocess_share: float = 0.0, agree:
                 if spec and spec[0] in ("fifo", "dir"):
                     failures.append(Failure("out-target", name, f"--out target is a {spec[0]}: "
                                                                    f"exit {ran.code}, expected 254"))
+        written = {"results.json": check_code in (0, 1, 2),
+                   "history.edn": any(r.argv[0] == "export" and r.code == 0 and "--out" not in r.argv for r in runs)}
+        for rel, spec in case.special.items():
+            name = Path(rel).name
+            target = name[1:].rsplit(".", 2)[0] if name.endswith(".partial") else None
+            if spec[0] == "file" and target and written.get(target) and (lay.deep / rel).exists():
+                failures.append(Failure("partial-left", "check", f"{name} is still there after {target} was written"))
         after = snapshot(lay)
         changed = _diff(before, after)
         if changed:
