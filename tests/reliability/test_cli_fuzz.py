@@ -270,6 +270,8 @@ out_of_range = {
     "consumer.commit_interval": st.one_of(st.floats(max_value=-0.001), st.just(math.nan), st.just(math.inf)),
     "clients.producer": junk_text.filter(lambda t: t not in ("shared", "per-process", "")),
     "clients.crash_interval": st.one_of(st.floats(max_value=-0.001), st.just(math.nan), st.just(math.inf)),
+    "clients.debug": st.sampled_from(["nosuchcontext", "fetch,nosuch", "fetch;consumer", "x" * 300]),
+    "clients.debug_lines": st.one_of(st.integers(max_value=0), st.integers(10_000_001)),
     **{f"timeouts.{phase}": bad_seconds() for phase in ("setup", "heal", "quiesce", "final_read", "teardown")},
 }
 
