@@ -57,6 +57,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+import orjson
+
 from tests.support.paths import EXAMPLES, ROOT
 
 HISTORY, FINAL, TEST = "history.jsonl", "final.jsonl", "test.json"
@@ -93,6 +95,12 @@ def split_lines(data: bytes) -> list[bytes]:
 
 
 def parse(line: bytes) -> Any:
+    """The JSON value of a line (a fresh object), or None. orjson first (fast; beyond 64 bits it
+    gives a float), else the standard reader (which takes NaN, lone surrogates, huge integers)."""
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        pass
     try:
         return json.loads(line)
     except (ValueError, RecursionError):
@@ -306,6 +314,8 @@ class Case:
             return REFUSED
         if self.kind == "same":
             return frozenset({base.verdict, 254})
+        if self.kind == "same-exact":
+            return frozenset({base.verdict})
         if self.kind == "unknown-if-valid" and base.verdict == 0:
             return UNKNOWN
         keeps_anomaly = base.verdict == 1 and self.touched is not None and any(
@@ -400,30 +410,38 @@ class Mutable:
 
 
 def _structurally_unknown(files: dict[str, list[bytes]]) -> bool:
-    import orjson
     client = False
     for name, lines in files.items():
         for at, line in enumerate(lines):
             complete = line.endswith(b"\n")
-            try:
-                d = orjson.loads(line)
-            except orjson.JSONDecodeError:
-                d = None
-            if not isinstance(d, dict):
+            is_object, index, is_client = _line_facts(line)
+            if not is_object:
                 if complete:
                     return True
                 continue
             if name == HISTORY:
-                index = d.get("index")
-                if complete and is_int(index) and index != at:
+                if complete and index is not None and index != at:
                     return True
-                client = client or (complete and d.get("f") in ("send", "poll") and d.get("process") != "nemesis")
+                client = client or (complete and is_client)
     return HISTORY in files and not client
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _line_facts(line: bytes) -> tuple[bool, int | None, bool]:
+    """(a JSON object as the readers read it, its integer index, a client's send or poll)."""
+    try:
+        d = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return False, None, False
+    if not isinstance(d, dict):
+        return False, None, False
+    index = d.get("index")
+    return True, index if is_int(index) else None, d.get("f") in ("send", "poll") and d.get("process") != "nemesis"
 
 
 def _kind(kinds: list[str]) -> str:
     """What several requirements together require of check."""
-    for k in ("refused", "unknown", "not-valid", "unknown-if-valid", "same"):
+    for k in ("refused", "unknown", "not-valid", "unknown-if-valid", "same", "same-exact"):
         if k in kinds:
             return k
     return "any"
@@ -869,6 +887,76 @@ def mut_test_json(m: Mutable) -> None:
         m.kinds.append("refused")
 
 
+def _fancy(value: Any, rng: random.Random) -> str:
+    """JSON text of `value` as another writer might spell it: keys in another order, spaces
+    around the punctuation, some characters of strings as \\u escapes (ASCII ones too)."""
+    sp = lambda: rng.choice(["", "", " ", "  ", "\t"])  # noqa: E731
+    if isinstance(value, dict):
+        items = list(value.items())
+        rng.shuffle(items)
+        return "{" + sp() + ",".join(f"{sp()}{_fancy(k, rng)}{sp()}:{sp()}{_fancy(v, rng)}{sp()}"
+                                      for k, v in items) + sp() + "}"
+    if isinstance(value, list):
+        return "[" + sp() + ",".join(sp() + _fancy(v, rng) + sp() for v in value) + sp() + "]"
+    if isinstance(value, str):
+        out = []
+        for ch in value:
+            if rng.random() < 0.3 and ord(ch) < 0x10000:
+                out.append(f"\\u{ord(ch):04{rng.choice('xX')}}")
+            else:
+                out.append(json.dumps(ch, ensure_ascii=rng.random() < 0.5)[1:-1])
+        return '"' + "".join(out) + '"'
+    return json.dumps(value)
+
+
+def mut_reformat(m: Mutable) -> None:
+    """A few lines written as another JSON writer might: other key order, whitespace, \\u
+    escapes, a CR before the newline, blanks around the object. Still the same lines: the
+    verdict must be the base's."""
+    name = _pick_file(m)
+    lines = m.lines[name]
+    for at in sorted(m.rng.sample(range(len(lines)), min(len(lines), m.rng.randint(1, 6)))):
+        d = parse(lines[at])
+        if not isinstance(d, dict) or not lines[at].endswith(b"\n"):
+            continue
+        text = _fancy(d, m.rng)
+        pad = m.rng.choice(["", " ", "\t"])
+        end = m.rng.choice(["\n", "\n", "\r\n", " \n"])
+        m.replace(name, at, (pad + text + end).encode("utf-8", "surrogatepass"))
+        m.note(f"{name}:{at + 1} reformatted")
+    m.kinds.append("same-exact")
+
+
+UNKNOWN_KEYS = ["extra", "note", "__proto__", "constructor", "", "k" * 300, "\u043a\u043b\u044e\u0447", "index2",
+                "valu", "Type", "</script>", "\x1b[2J"]
+UNKNOWN_VALUES: list[Any] = [None, True, 0, -1, 2**63 - 1, -(2**63), 1.5, "x", "</script>", "\x00\x1b[31m", [],
+                             {"nested": {"deep": [1, {"a": None}]}}, [1, "two", None], "x" * 1000]
+
+
+def mut_unknown_fields(m: Mutable) -> None:
+    """Keys the readers do not read, added at the top of lines and inside their values and
+    records (docs/FORMATS.md: unknown fields are ignored): the verdict must be the base's."""
+    rng = m.rng
+    name = _pick_file(m)
+    lines = m.lines[name]
+    for at in sorted(rng.sample(range(len(lines)), min(len(lines), rng.randint(1, 6)))):
+        d = parse(lines[at])
+        if not isinstance(d, dict) or not lines[at].endswith(b"\n"):
+            continue
+        spots = [p for p, v in leaves(d) if isinstance(v, dict) and (not p or p[0] == "value")]
+        for _ in range(rng.randint(1, 3)):
+            path = rng.choice(spots)
+            target = d
+            for step in path:
+                target = target[step]
+            key = rng.choice(UNKNOWN_KEYS)
+            if key not in target:
+                target[key] = rng.choice(UNKNOWN_VALUES)
+        m.replace(name, at, dump(d, rng.random() < 0.3) + b"\n")
+        m.note(f"{name}:{at + 1} unknown fields")
+    m.kinds.append("same-exact")
+
+
 def mut_results_json(m: Mutable) -> None:
     """A results.json beside the run of another shape than check writes (not JSON, not an
     object, a key of the wrong type, a hostile string, a number beyond int64, cut short, a key
@@ -980,6 +1068,8 @@ CLASSES: dict[str, Callable[[Mutable], None] | None] = {
     "test-json": mut_test_json,
     "symlinks": mut_symlinks,
     "out-targets": mut_out_targets,
+    "reformat": mut_reformat,
+    "unknown-fields": mut_unknown_fields,
     "results-json": mut_results_json,
     "partials": mut_partials,
     "combo": None,  # 2-4 of COMBINABLE at once
@@ -1281,8 +1371,10 @@ def _trace_value(case: Case, value: str | None) -> str:
 
 def argv_of(command: tuple, case: Case, lay: Layout) -> list[str]:
     run = str(lay.run)
-    if command[0] == "check":
-        return ["check", run, "--jobs", "1"]
+    if command[0] == "check":  # the summary as text mostly, as json or markdown for a share
+        fmt = random.Random(f"{case.seed}:{case.cls}:{case.n}:format").choices(["text", "json", "markdown"],
+                                                                               [7, 2, 1])[0]
+        return ["check", run, "--jobs", "1"] + ([] if fmt == "text" else ["--format", fmt])
     if command[0] == "report":
         return ["report", run]
     if command[0] == "trace":
