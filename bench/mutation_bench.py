@@ -47,6 +47,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="start no case after this many seconds (say so, with the count run)")
     p.add_argument("--save", type=Path, default=None, help="save the first failing case of each class and kind here")
     p.add_argument("--no-agree", action="store_true", help="skip loading each case by both readers")
+    p.add_argument("--with", dest="also", action="append", default=[],
+                   choices=["report", "trace", "export", "compare"],
+                   help="run this command on every case too (repeatable), e.g. --with report")
     args = p.parse_args(argv)
     if args.case is not None and args.only is None:
         p.error("--case needs --only CLASS")
@@ -61,8 +64,17 @@ def case_ids(args: argparse.Namespace) -> list[tuple[str, int]]:
     return [M.scheduled(i) for i in range(args.cases)]
 
 
+def with_commands(case: M.Case, also: list[str]) -> M.Case:
+    """`case` also running each command of `also` it does not run yet (--with)."""
+    for command in also:
+        if not any(c[0] == command for c in case.commands):
+            case.commands.append((command, None) if command == "trace" else
+                                 (command, "default") if command == "export" else (command,))
+    return case
+
+
 def one_case(args: argparse.Namespace, workdir: Path) -> int:
-    case = M.make_case(args.seed, args.only, args.case)
+    case = with_commands(M.make_case(args.seed, args.only, args.case), args.also)
     print(f"case {args.case} of {args.only}, seed {args.seed}: base {case.base.name} (exit {case.base.verdict})")
     print(f"mutation: {case.note}")
     if case.special:
@@ -90,7 +102,7 @@ def worker(args: argparse.Namespace, ids: list[tuple[str, int]], out: Path, work
         for cls, n in ids:
             if deadline is not None and time.time() > deadline:
                 break
-            case = M.make_case(args.seed, cls, n)
+            case = with_commands(M.make_case(args.seed, cls, n), args.also)
             result = M.run_case(case, workdir, subprocess_share=args.subprocess_share, agree=not args.no_agree)
             commands = collections.Counter(r.argv[0] for r in result.runs)
             f.write(json.dumps({"cls": cls, "n": n, "code": result.check_code, "s": round(result.seconds, 4),
