@@ -106,6 +106,7 @@ def worker(args: argparse.Namespace, ids: list[tuple[str, int]], out: Path, work
             result = M.run_case(case, workdir, subprocess_share=args.subprocess_share, agree=not args.no_agree)
             commands = collections.Counter(r.argv[0] for r in result.runs)
             f.write(json.dumps({"cls": cls, "n": n, "code": result.check_code, "s": round(result.seconds, 4),
+                                "compared": any(r.compared for r in result.runs),
                                 "commands": commands, "base": case.base.name,
                                 "failures": [[x.kind, x.command, x.detail[:500], case.note[:300]]
                                              for x in result.failures]}) + "\n")
@@ -219,7 +220,9 @@ def report(args: argparse.Namespace, rows: list[dict], seconds: float, asked: in
               f" {other:>6} {len(failed):>7}  " + ", ".join(f"{k} {per_kind[k]}" for k in kinds if per_kind[k]))
     print(f"{'all':<20} {len(rows):>7} " + " ".join(f"{sum(1 for r in rows if r['code'] == c):>8}" for c in codes) +
           f" {sum(1 for r in rows if r['code'] not in codes):>6} {total_failed:>7}")
-    print("commands run: " + ", ".join(f"{k} {v}" for k, v in sorted(commands.items())))
+    print("commands run: " + ", ".join(f"{k} {v}" for k, v in sorted(commands.items())) +
+          f"; loaded by both readers (the C reader read a file the case changed): "
+          f"{sum(1 for r in rows if r.get('compared'))} cases")
     if examples:
         print("\nfailures (one case per class and kind; reproduce with the command given):")
         for (cls, kind), (row, f) in sorted(examples.items()):

@@ -1124,6 +1124,7 @@ class Ran:
     stderr: bytes
     seconds: float
     agree: str | None = None  # the readers' disagreement, if any
+    compared: bool = False  # the run was loaded by both readers (the C reader read a changed file)
 
 
 @dataclass(slots=True)
@@ -1256,9 +1257,11 @@ def _child(argv: list[str], lay: Layout, agree: tuple[str, ...] | None, timeout:
         sys.stderr.flush()
         if agree is not None:
             (lay.io / "code").write_text(str(code))
-            differ = _agree(lay.run, agree)
+            compared, differ = _agree(lay.run, agree)
             if differ:
                 (lay.io / "agree").write_text(differ)
+            elif compared:
+                (lay.io / "agreed").write_text("")
     except BaseException:
         try:
             traceback.print_exc()
@@ -1270,22 +1273,22 @@ def _child(argv: list[str], lay: Layout, agree: tuple[str, ...] | None, timeout:
         os._exit(code & 0xFF if isinstance(code, int) else 1)
 
 
-def _agree(run: Path, changed: tuple[str, ...]) -> str | None:
-    """How the C reader's load of the run differs from the exact Python reader's, or None.
+def _agree(run: Path, changed: tuple[str, ...]) -> tuple[bool, str | None]:
+    """(compared, how the C reader's load of the run differs from the exact Python reader's or None).
     Where the C reader gave up on every file the case changed, both loads are the exact
     reader's (of an unchanged file, the examples and bases agree) and are not compared."""
     from harness.check import loading, native_load
     from tests.support.loading_support import assert_same_load
 
     if not native_load.available():
-        return None
+        return False, None
     final = run / FINAL
     try:
         tables = native_load.read_tables(run / HISTORY, final if final.is_file() else None, parallel=False)
     except Exception as e:
-        return f"the C reader raised {type(e).__name__}: {e}"
+        return True, f"the C reader raised {type(e).__name__}: {e}"
     if not ((HISTORY in changed and tables.history is not None) or (FINAL in changed and tables.final is not None)):
-        return None
+        return False, None
 
     def load(native: bool):
         saved = native_load.available
@@ -1300,12 +1303,12 @@ def _agree(run: Path, changed: tuple[str, ...]) -> str | None:
 
     exact, native = load(False), load(True)
     if isinstance(native, str) or isinstance(exact, str):
-        return None if native == exact else f"C reader: {str(native)[:300]}; Python reader: {str(exact)[:300]}"
+        return True, None if native == exact else f"C reader: {str(native)[:300]}; Python reader: {str(exact)[:300]}"
     try:
         assert_same_load(native, exact)
     except AssertionError as e:
-        return f"the loads differ: {str(e)[:600]}"
-    return None
+        return True, f"the loads differ: {str(e)[:600]}"
+    return True, None
 
 
 def run_forked(argv: list[str], lay: Layout, *, agree: tuple[str, ...] | None = None, timeout: int = 60) -> Ran:
@@ -1314,7 +1317,7 @@ def run_forked(argv: list[str], lay: Layout, *, agree: tuple[str, ...] | None = 
     started = time.perf_counter()
     sys.stdout.flush()
     sys.stderr.flush()
-    for name in ("code", "agree"):
+    for name in ("code", "agree", "agreed"):
         with contextlib.suppress(FileNotFoundError):
             (lay.io / name).unlink()
     pid = os.fork()
@@ -1326,6 +1329,7 @@ def run_forked(argv: list[str], lay: Layout, *, agree: tuple[str, ...] | None = 
               _read(lay.io / "stdout"), _read(lay.io / "stderr"), time.perf_counter() - started)
     if agree is not None:
         ran.agree = _read(lay.io / "agree").decode("utf-8", "replace") or None
+        ran.compared = ran.agree is not None or (lay.io / "agreed").exists()
         if ran.code is None and (lay.io / "code").exists():  # the command ended; the agreement was killed
             ran.agree = f"killed by signal {ran.signal} while loading it both ways"
             ran.code, ran.signal = int((lay.io / "code").read_text()), None
