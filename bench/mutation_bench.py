@@ -196,7 +196,7 @@ def report(args: argparse.Namespace, rows: list[dict], seconds: float, asked: in
           f"({len(rows) / max(seconds, 1e-9):.1f} cases/s)" + ("" if len(rows) == asked else
                                                                "  -- stopped at --max-seconds"))
     header = f"{'class':<20} {'cases':>7} " + " ".join(f"{'exit ' + str(c):>8}" for c in codes) + \
-        f" {'none':>6} {'failed':>7}  failures by kind"
+        f" {'none':>6} {'ms':>5} {'failed':>7}  failures by kind"
     print(header)
     print("-" * len(header))
     total_failed = 0
@@ -216,10 +216,15 @@ def report(args: argparse.Namespace, rows: list[dict], seconds: float, asked: in
                 per_kind[f[0]] += 1
                 examples.setdefault((cls, f[0]), (r, f))
         other = len(mine) - sum(count[c] for c in codes)
+        ms = 1000 * sum(r["s"] for r in mine) / len(mine)
         print(f"{cls:<20} {len(mine):>7} " + " ".join(f"{count[c]:>8}" for c in codes) +
-              f" {other:>6} {len(failed):>7}  " + ", ".join(f"{k} {per_kind[k]}" for k in kinds if per_kind[k]))
+              f" {other:>6} {ms:>5.0f} {len(failed):>7}  " +
+              ", ".join(f"{k} {per_kind[k]}" for k in kinds if per_kind[k]))
     print(f"{'all':<20} {len(rows):>7} " + " ".join(f"{sum(1 for r in rows if r['code'] == c):>8}" for c in codes) +
-          f" {sum(1 for r in rows if r['code'] not in codes):>6} {total_failed:>7}")
+          f" {sum(1 for r in rows if r['code'] not in codes):>6}"
+          f" {1000 * sum(r['s'] for r in rows) / max(len(rows), 1):>5.0f} {total_failed:>7}")
+    print("(none: check not run, results-json, or an exit outside these; ms: wall clock a case, its commands "
+          "and checks, in one worker)")
     print("commands run: " + ", ".join(f"{k} {v}" for k, v in sorted(commands.items())) +
           f"; loaded by both readers (the C reader read a file the case changed): "
           f"{sum(1 for r in rows if r.get('compared'))} cases")

@@ -878,7 +878,7 @@ def mut_test_json(m: Mutable) -> None:
         m.test = dump(test)
         m.note(f"test.json {'.'.join(path)} = {_short(value)}")
         m.kinds.append("same")
-        if rng.random() < 0.1:
+        if rng.random() < 0.03:
             m.commands.append(("report",))
     else:
         m.test = None
@@ -995,7 +995,7 @@ def mut_results_json(m: Mutable) -> None:
     m.note(f"results.json {how}: {data[:60]!r}")
     m.only_commands = True
     m.commands = [("trace", None)] + ([("compare",)] if rng.random() < 0.25 else []) + (
-        [("report",)] if rng.random() < 0.02 else [])  # compare and report draw plots: 0.5 s and 5 s of CPU
+        [("report",)] if rng.random() < 0.01 else [])  # compare and report draw plots: 0.5 s and 5 s of CPU
 
 
 def mut_partials(m: Mutable) -> None:
@@ -1031,7 +1031,7 @@ def mut_symlinks(m: Mutable) -> None:
     m.note("symlinks: " + ", ".join(sorted(f"{k[4:]} -> {v[1]}" for k, v in m.special.items())))
     m.kinds.append("same")
     m.commands += [("trace", None), ("export", "default")]
-    if rng.random() < 0.02:
+    if rng.random() < 0.01:
         m.commands.append(("report",))
 
 
