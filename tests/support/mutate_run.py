@@ -352,9 +352,6 @@ class Mutable:
         if self.touched is not None:
             self.touched[name].update(self.origin[name][i] for i in at if self.origin[name][i] is not None)
 
-    def touch_from(self, name: str, at: int) -> None:
-        self.touch(name, *range(at, len(self.lines[name])))
-
     def parsed(self, name: str) -> list[Any]:
         return [parse(x) for x in self.lines[name]]
 
