@@ -102,8 +102,16 @@ def worker(args: argparse.Namespace, ids: list[tuple[str, int]], out: Path, work
         for cls, n in ids:
             if deadline is not None and time.time() > deadline:
                 break
-            case = with_commands(M.make_case(args.seed, cls, n), args.also)
-            result = M.run_case(case, workdir, subprocess_share=args.subprocess_share, agree=not args.no_agree)
+            try:
+                case = with_commands(M.make_case(args.seed, cls, n), args.also)
+                result = M.run_case(case, workdir, subprocess_share=args.subprocess_share, agree=not args.no_agree)
+            except Exception as e:  # the harness's own fault: said per case, the run goes on
+                import traceback
+                where = traceback.extract_tb(e.__traceback__)[-1]
+                f.write(json.dumps({"cls": cls, "n": n, "code": None, "s": 0, "compared": False, "commands": {},
+                                    "base": "?", "failures": [["harness", "make", f"{type(e).__name__}: {e} "
+                                                               f"({where.filename}:{where.lineno})", ""]]}) + "\n")
+                continue
             commands = collections.Counter(r.argv[0] for r in result.runs)
             f.write(json.dumps({"cls": cls, "n": n, "code": result.check_code, "s": round(result.seconds, 4),
                                 "compared": any(r.compared for r in result.runs),
@@ -191,7 +199,7 @@ def report(args: argparse.Namespace, rows: list[dict], seconds: float, asked: in
         by_cls[row["cls"]].append(row)
     codes = (0, 1, 2, 254)
     kinds = ("exit", "traceback", "timeout", "write-outside", "out-target", "verdict", "readers", "terminal",
-             "page", "partial-left", "subprocess")
+             "page", "partial-left", "subprocess", "harness")
     print(f"\n{len(rows)} of {asked} cases, seed {args.seed}, {args.jobs} job(s), {seconds:.0f} s "
           f"({len(rows) / max(seconds, 1e-9):.1f} cases/s)" + ("" if len(rows) == asked else
                                                                "  -- stopped at --max-seconds"))

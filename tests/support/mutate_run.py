@@ -649,24 +649,33 @@ def _acked_unique(m: Mutable) -> tuple[dict[str, tuple], dict]:
     final = m.parsed(FINAL) if FINAL in m.lines else []
     reads: dict[str, list] = {}
     for i, d in enumerate(final):
-        if isinstance(d, dict) and d.get("kind") == "read" and isinstance(d.get("value"), str):
-            reads.setdefault(d["value"], []).append((i, d.get("topic"), d.get("partition"), d.get("offset")))
+        if (isinstance(d, dict) and d.get("kind") == "read" and isinstance(d.get("value"), str)
+                and _key(d) is not None):
+            reads.setdefault(d["value"], []).append((i, d["topic"], d["partition"], d.get("offset")))
     acked = set()
     for i, d in enumerate(m.parsed(HISTORY)):
         if (isinstance(d, dict) and d.get("f") == "send" and d.get("type") == "ok" and isinstance(d.get("value"), dict)
-                and m.lines[HISTORY][i].endswith(b"\n")):
-            acked.add(d["value"].get("value"))
+                and isinstance(d["value"].get("value"), str) and m.lines[HISTORY][i].endswith(b"\n")):
+            acked.add(d["value"]["value"])
     complete = _complete_partitions(final, m.lines.get(FINAL, []))
     unique = {v: r[0] for v, r in reads.items() if len(r) == 1 and v in acked and (r[0][1], r[0][2]) in complete
               and m.lines[FINAL][r[0][0]].endswith(b"\n")}
     return unique, reads
 
 
+def _key(d: Any) -> tuple[str, int] | None:
+    """(topic, partition) of a line or record, or None when they are not a string and an integer."""
+    if isinstance(d, dict) and isinstance(d.get("topic"), str) and is_int(d.get("partition")):
+        return d["topic"], d["partition"]
+    return None
+
+
 def _complete_partitions(final: list, lines: list[bytes]) -> set:
     states: dict[tuple, bool] = {}
     for d, line in zip(final, lines):
-        if isinstance(d, dict) and d.get("kind") in ("read", "read-state") and line.endswith(b"\n"):
-            key = (d.get("topic"), d.get("partition"))
+        if (isinstance(d, dict) and d.get("kind") in ("read", "read-state") and line.endswith(b"\n")
+                and _key(d) is not None):
+            key = _key(d)
             ok = d.get("complete") is True if d.get("kind") == "read-state" else True
             states[key] = states.get(key, True) and ok
     return {k for k, ok in states.items() if ok}
@@ -719,8 +728,8 @@ def mut_poll_offset(m: Mutable) -> None:
         if (isinstance(d, dict) and d.get("f") == "poll" and d.get("type") == "ok" and isinstance(d.get("value"), dict)
                 and isinstance(d["value"].get("records"), list) and m.lines[HISTORY][i].endswith(b"\n")):
             for j, r in enumerate(d["value"]["records"]):
-                if (isinstance(r, dict) and len(reads.get(r.get("value"), [])) == 1 and is_int(r.get("offset"))
-                        and (r.get("topic"), r.get("partition")) in complete):
+                if (isinstance(r, dict) and isinstance(r.get("value"), str) and len(reads.get(r["value"], [])) == 1
+                        and is_int(r.get("offset")) and _key(r) in complete):
                     spots.append((i, j))
     if not spots:
         return mut_numbers(m)
@@ -728,7 +737,7 @@ def mut_poll_offset(m: Mutable) -> None:
     d = hist[i]
     r = d["value"]["records"][j]
     old = r["offset"]
-    r["offset"] = _other_offset(m, old, {o for _, t, p, o in reads[r["value"]]})
+    r["offset"] = _other_offset(m, old, {o for _, t, p, o in reads[r["value"]] if is_int(o)})
     m.replace(HISTORY, i, dump(d) + b"\n", "not-valid")
     m.note(f"history.jsonl:{i + 1} poll record {r['value']!r} offset {old} -> {r['offset']}")
 
@@ -738,7 +747,8 @@ def mut_ack_offset(m: Mutable) -> None:
     unique, reads = _acked_unique(m)
     hist = m.parsed(HISTORY)
     spots = [i for i, d in enumerate(hist) if isinstance(d, dict) and d.get("f") == "send" and d.get("type") == "ok"
-             and isinstance(d.get("value"), dict) and d["value"].get("value") in unique
+             and isinstance(d.get("value"), dict) and isinstance(d["value"].get("value"), str)
+             and d["value"]["value"] in unique
              and is_int(d["value"].get("offset")) and m.lines[HISTORY][i].endswith(b"\n")]
     if not spots:
         return mut_numbers(m)
@@ -794,7 +804,7 @@ def mut_hostile(m: Mutable) -> None:
         if new == "\ud800" or (name == HISTORY and path in (("type",), ("process",))):
             tag = "unknown"  # a lone surrogate is no UTF-8; a type or process of no known kind
         elif (name == FINAL and d.get("kind") == "read" and path in (("value",), ("topic",))
-              and d.get("value") in unique):
+              and isinstance(d.get("value"), str) and d["value"] in unique):
             tag = "not-valid"
         return path, new, tag
     _field_edit(m, choose, "hostile")
