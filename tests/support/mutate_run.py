@@ -950,7 +950,10 @@ def mut_unknown_fields(m: Mutable) -> None:
         d = parse(lines[at])
         if not isinstance(d, dict) or not lines[at].endswith(b"\n"):
             continue
-        spots = [p for p, v in leaves(d) if isinstance(v, dict) and (not p or p[0] == "value")]
+        # objects with fields (the line, its value, a poll's records), not maps whose keys are data
+        # (an assign's "from": {"fp-0": 412})
+        spots = [p for p, v in leaves(d) if isinstance(v, dict)
+                 and (p in ((), ("value",)) or (len(p) == 3 and p[:2] == ("value", "records")))]
         for _ in range(rng.randint(1, 3)):
             path = rng.choice(spots)
             target = d
