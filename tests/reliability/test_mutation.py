@@ -39,7 +39,10 @@ CASES = 8  # per class in the fast set
 # Cases of the slice that still fail on main, each naming its failure (docs/RELIABILITY.md 7.6,
 # the findings); they run in test_known_failures under a strict xfail: once fixed, that test
 # fails, and the entry must go.
-KNOWN: dict[tuple[str, int], str] = {}
+KNOWN: dict[tuple[str, int], str] = {
+    ("test-json", 25): "test.json checker.search_budget = 2^63 (beyond int64) is taken (exit 1), "
+                       "not refused with 254 as 2^64 is",
+}
 
 
 @pytest.fixture(scope="module")
@@ -149,6 +152,7 @@ def test_a_case_through_real_fencepost_processes(workdir):
 
 @pytest.mark.slow
 def test_many_mutated_runs_hold(workdir):
-    results = [M.run_case(M.make_case(SEED, *M.scheduled(i)), workdir) for i in range(1_500)]
+    results = [M.run_case(M.make_case(SEED, *M.scheduled(i)), workdir) for i in range(1_500)
+               if M.scheduled(i) not in KNOWN]
     failed = [r for r in results if r.failures]
     assert not failed, f"{len(failed)} of {len(results)} cases failed:\n{describe(failed[:40])}"
