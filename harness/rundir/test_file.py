@@ -19,6 +19,7 @@ from harness.errors import BadInput
 from harness.rundir.names import TEST_FILE
 
 LINEAR_METHODS = ("witness", "search")
+INT64_MAX = 2**63 - 1  # every integer of a run file is an int64 (docs/FORMATS.md)
 # The keys of the `checker` section (docs/FORMATS.md, test.json); any other is refused.
 CHECKER_KEYS = ("invalid", "linearizability", "linear_method", "search_budget")
 # A test.json larger than this is refused unread (a spec is a few KiB).
@@ -82,9 +83,9 @@ def checker_section(test: dict[str, Any], where: Path | str = TEST_FILE) -> Chec
     if method not in LINEAR_METHODS:
         raise BadInput(f"{where}: field \"checker.linear_method\": {method!r} is not one of "
                        f"{', '.join(LINEAR_METHODS)}")
-    if budget <= 0:
+    if not 0 < budget <= INT64_MAX:
         raise BadInput(f"{where}: field \"checker.search_budget\": {budget} must be a positive "
-                       f"number of states")
+                       f"number of states, at most {INT64_MAX} (int64)")
     invalid = _setting(test, "checker.invalid", list, None, where)
     if invalid is None:
         invalid_set = default_invalid(idempotent)

@@ -39,10 +39,7 @@ CASES = 8  # per class in the fast set
 # Cases of the slice that still fail on main, each naming its failure (docs/RELIABILITY.md 7.6,
 # the findings); they run in test_known_failures under a strict xfail: once fixed, that test
 # fails, and the entry must go.
-KNOWN: dict[tuple[str, int], str] = {
-    ("test-json", 25): "test.json checker.search_budget = 2^63 (beyond int64) is taken (exit 1), "
-                       "not refused with 254 as 2^64 is",
-}
+KNOWN: dict[tuple[str, int], str] = {}
 
 
 @pytest.fixture(scope="module")
