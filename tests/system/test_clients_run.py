@@ -15,6 +15,7 @@ import orjson
 import pytest
 
 from tests.support.cli import fencepost
+from workloads.client_log import DEFAULT_DEBUG, DEFAULT_LINES
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -98,5 +99,6 @@ def test_clients_per_process_crashing_and_a_mixed_committing_group_check_valid(t
     kinds = results["liveness"]["kinds"]
     assert kinds["fatal-marker"] == kinds["unavailable"] == kinds["no-recovery"] == 0, results["liveness"]
     test = orjson.loads((run_dir / "test.json").read_bytes())
-    assert test["clients"] == {"producer": "per-process", "crash_interval": 1.5}
+    assert test["clients"] == {"producer": "per-process", "crash_interval": 1.5,
+                               "debug": DEFAULT_DEBUG, "debug_lines": DEFAULT_LINES}  # the client logs' defaults
     assert Path(run_dir / "report.html").read_text().count('id="liveness-verdict"') == 1
