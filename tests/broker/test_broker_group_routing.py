@@ -83,3 +83,21 @@ def test_a_broker_refuses_a_group_it_does_not_coordinate_and_serves_its_own(tmp_
     answer = asyncio.run(fetch.handle(ctx(9, 5), OffsetFetchRequest(version=5, group_id=theirs, topics=topics)))
     assert answer.error_code == ErrorCode.NOT_COORDINATOR
     assert [p.error_code for t in answer.topics for p in t.partitions] == [ErrorCode.NOT_COORDINATOR]
+
+
+def test_a_null_group_id_is_an_invalid_group_not_a_crash(tmp_path):
+    # Found by the 20,000-frame fuzz (tests/reliability/test_broker_fuzz.py): FindCoordinator v4
+    # with a null coordinator key made the handler raise (crc32 of None) instead of answering.
+    routing = GroupRouting(cache(1, 2, 3), 2)
+    api = FindCoordinatorApi(routing)
+    new = asyncio.run(api.handle(ctx(10, 4), FindCoordinatorRequest(version=4, key_type=0,
+                                                                     coordinator_keys=[None, "g"])))
+    assert [c.error_code for c in new.coordinators] == [ErrorCode.INVALID_GROUP_ID, ErrorCode.NONE]
+    old = asyncio.run(api.handle(ctx(10, 3), FindCoordinatorRequest(version=3, key=None, key_type=0)))
+    assert old.error_code == ErrorCode.INVALID_GROUP_ID
+    store = OffsetStore(tmp_path)
+    store.open()
+    heartbeat = HeartbeatApi(GroupCoordinator(store), routing)
+    answer = asyncio.run(heartbeat.handle(ctx(12, 3), HeartbeatRequest(
+        version=3, group_id=None, generation_id=1, member_id="m", group_instance_id=None)))
+    assert answer.error_code == ErrorCode.INVALID_GROUP_ID

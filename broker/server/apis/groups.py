@@ -28,6 +28,8 @@ class FindCoordinatorApi(ApiHandler):
     def _answer(self, key_type: int, key: str) -> tuple[ErrorCode, str | None, int, str, int]:
         if key_type != GROUP_KEY_TYPE:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, "only group coordinators exist on this broker", -1, "", -1
+        if not isinstance(key, str):  # a null key decodes as None: no group has it
+            return ErrorCode.INVALID_GROUP_ID, "a group id is a string, not null", -1, "", -1
         chosen = self.routing.coordinator(key)
         if chosen is None:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, "no broker registered yet", -1, "", -1
@@ -64,6 +66,8 @@ class CoordinatedApi(ApiHandler):
         self.routing = routing
 
     async def handle(self, ctx: RequestContext, request: Any) -> Any:
+        if not isinstance(request.group_id, str):  # a null group id decodes as None
+            return self.error_response(request, ctx.version, ErrorCode.INVALID_GROUP_ID)
         if not self.routing.coordinates(request.group_id):
             return self.error_response(request, ctx.version, ErrorCode.NOT_COORDINATOR)
         return await self.serve(ctx, request)
