@@ -87,7 +87,10 @@ class RealtimeLag:
     def _assign(self, process: int, value: Any) -> None:
         if not isinstance(value, dict) or not isinstance(value.get("partitions"), list):
             return
-        keys = [(tp[0], tp[1]) for tp in value["partitions"]]
+        # history lines reach observers unvalidated (iter_plain): a malformed pair is the
+        # reader's error to report, not one to crash on here
+        keys = [(tp[0], tp[1]) for tp in value["partitions"]
+                if type(tp) is list and len(tp) == 2 and type(tp[0]) is str and type(tp[1]) is int]
         start = value.get("from")
         self._assigned[process] = keys
         for key in keys:
