@@ -14,18 +14,15 @@ with `--plan`, which runs nothing, and once without it under the same tripwire.
 """
 from __future__ import annotations
 
-import contextlib
-import io
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from harness.cli import main
 from harness.rundir.names import RESERVED_NAMES
 from harness.run.spec import MAX_NAME
+from tests.support.cli import Outcome, in_process
 from tests.support.paths import ROOT
 
 SLIPPED = "cannot make a run directory"
@@ -34,17 +31,7 @@ PUBLIC = ("8.8.8.0/24", "1.2.3.0/24", "100.64.0.0/24", "172.32.0.0/24", "192.169
 LOOPBACK = ("127.0.0.0/24", "127.77.0.0/24")
 
 
-@dataclass
-class Outcome:
-    code: int
-    err: str
-
-
-def cli(argv: list[str]) -> Outcome:
-    err, out = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
-        code = main(argv)
-    return Outcome(code, err.getvalue() + out.getvalue())
+cli = in_process
 
 
 @pytest.fixture

@@ -13,8 +13,6 @@ Fast: 10 examples per fuzz test (~2 s in all). Slow (`-m slow`): 400 each, and t
 from __future__ import annotations
 
 import atexit
-import contextlib
-import io
 import json
 import math
 import os
@@ -22,16 +20,15 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.cli import main
 from harness.run import spec as run_spec
 from harness.run.spec import CHECKER_KEYS, MAX_NODES, MAX_PARTITIONS, MAX_PROCESSES, MAX_SECONDS, SECTIONS
+from tests.support.cli import Outcome, in_process
 from tests.support.paths import ROOT
 
 WORK = Path(tempfile.mkdtemp(prefix="cli-fuzz-"))
@@ -45,17 +42,7 @@ FAST = settings(max_examples=10, deadline=None, database=None, suppress_health_c
 SLOW = settings(max_examples=400, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 
 
-@dataclass
-class Outcome:
-    code: int
-    err: str
-
-
-def cli(argv: list[str]) -> Outcome:
-    err, out = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
-        code = main(argv)
-    return Outcome(code, err.getvalue() + out.getvalue())
+cli = in_process
 
 
 def refused(outcome: Outcome, *names: str) -> None:

@@ -7,20 +7,26 @@
   exit codes of harness.cli, with the serve verb registered even where
   harness/commands/__init__.py does not list it yet (the tests of `fencepost serve` and the
   pages it serves start it so).
+- `in_process(argv)` runs harness.cli's main in this process, stdout and stderr captured:
+  an `Outcome` (exit code, what it printed), for validation tests that need no process.
 - `run(tmp_path, *args)` is `fencepost run` on the netns backend (skipped without root), with
   the run directory it printed; `history(run_dir)` its history.jsonl as dicts.
 """
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import re
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
 import pytest
 
+from harness.cli import main
 from tests.support.paths import ROOT
 
 FENCEPOST = ("import sys, harness.commands as c\n"
@@ -47,3 +53,16 @@ def run(tmp_path: Path, *args: str, timeout: float = 600):
 
 def history(run_dir: Path) -> list[dict]:
     return [orjson.loads(line) for line in (run_dir / "history.jsonl").read_bytes().splitlines()]
+
+
+@dataclass
+class Outcome:
+    code: int
+    err: str  # stderr, then stdout
+
+
+def in_process(argv: list[str]) -> Outcome:
+    err, out = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+        code = main(argv)
+    return Outcome(code, err.getvalue() + out.getvalue())
