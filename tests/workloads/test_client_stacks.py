@@ -26,14 +26,20 @@ MANY_THREADS = textwrap.dedent("""
 """)
 
 
+def stacks_of_many_threads(out, timeout_s: str) -> str:
+    """What write_native_stacks said in a process of 120 threads (it must exit 0 within 120 s)."""
+    done = subprocess.run([sys.executable, "-c", MANY_THREADS, str(out), timeout_s], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
 @pytest.mark.integration
 @pytest.mark.skipif(shutil.which("gdb") is None, reason="needs gdb (apt-get install gdb)")
 def test_stacks_of_many_threads_are_written_whole_without_hanging(tmp_path):
     out = tmp_path / "stacks.txt"
-    done = subprocess.run([sys.executable, "-c", MANY_THREADS, str(out), "60"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert "written to stacks.txt" in done.stdout, done.stdout
+    said = stacks_of_many_threads(out, "60")
+    assert "written to stacks.txt" in said, said
     stacks = out.read_text()
     assert stacks.count("Thread ") >= 120
     assert len(stacks.encode()) > 64 * 1024  # more than a pipe holds: the case that hung
@@ -43,8 +49,5 @@ def test_stacks_of_many_threads_are_written_whole_without_hanging(tmp_path):
 @pytest.mark.integration
 @pytest.mark.skipif(shutil.which("gdb") is None, reason="needs gdb (apt-get install gdb)")
 def test_a_gdb_over_its_time_is_killed_and_the_process_runs_on(tmp_path):
-    out = tmp_path / "stacks.txt"
-    done = subprocess.run([sys.executable, "-c", MANY_THREADS, str(out), "0.01"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert "within 0.01 s" in done.stdout, done.stdout
+    said = stacks_of_many_threads(tmp_path / "stacks.txt", "0.01")
+    assert "within 0.01 s" in said, said
