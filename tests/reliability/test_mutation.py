@@ -37,7 +37,7 @@ SEED = 33
 CASES = 8  # per class in the fast set
 
 # Cases of the slice that still fail on main, each naming its failure (docs/RELIABILITY.md 7.6,
-# the findings); they run in test_known_failures under a strict xfail: once fixed, that test
+# the findings); they run in test_found_cases under a strict xfail: once fixed, that test
 # fails, and the entry must go.
 KNOWN: dict[tuple[str, int], str] = {}
 # Cases the bench found, by (seed, class, number), kept as regressions; a reason: still failing
@@ -120,17 +120,9 @@ def test_mutated_runs_hold(cls, workdir):
     assert not failed, f"{len(failed)} of {len(results)} cases failed:\n{describe(failed)}"
 
 
-@pytest.mark.parametrize("cls,n", [pytest.param(cls, n, marks=pytest.mark.xfail(strict=True, reason=why))
-                                   for (cls, n), why in KNOWN.items()] or
-                         [pytest.param("", 0, marks=pytest.mark.skip(reason="no case of the slice is known to fail"))])
-def test_known_failures(cls, n, workdir):
-    result = M.run_case(M.make_case(SEED, cls, n), workdir)
-    assert not result.failures, describe([result])
-
-
 @pytest.mark.parametrize("seed,cls,n", [
     pytest.param(seed, cls, n, marks=[pytest.mark.xfail(strict=True, reason=why)] if why else [])
-    for (seed, cls, n), why in FOUND.items()])
+    for (seed, cls, n), why in [*FOUND.items(), *(((SEED, cls, n), why) for (cls, n), why in KNOWN.items())]])
 def test_found_cases(seed, cls, n, workdir):
     result = M.run_case(without_report(M.make_case(seed, cls, n)), workdir)
     assert not result.failures, describe([result])

@@ -383,13 +383,18 @@ class KafkaSystem(System):
     def reassign(self, hosts: HostSet, topic: str, partition: int, replicas: Sequence[str], timeout: float) -> None:
         """From 2.4 the admin API (KIP-455), asked of the controller (ZooKeeper mode) or of any broker
         (KRaft: it forwards); before, the znode /admin/reassign_partitions, which the controller
-        acts on (one reassignment at a time: refused while one is in progress)."""
+        acts on one reassignment at a time: while the znode of an earlier one is there (the controller
+        deletes it a moment after the replicas changed), this waits for it up to `timeout`)."""
         ids = tuple(node_id(r) for r in replicas)
         if not self.settings.release.at_least(2, 4):
+            deadline = time.monotonic() + timeout
             with self._zookeeper(hosts, timeout) as zk:
-                if not zk.reassign(topic, partition, ids):
-                    raise HostError(f"ZooKeeper holds {'/admin/reassign_partitions'}: a reassignment is still in "
-                                    f"progress (Kafka {self.settings.version} moves one at a time)")
+                while not zk.reassign(topic, partition, ids):
+                    if time.monotonic() >= deadline:
+                        raise HostError(f"ZooKeeper still holds /admin/reassign_partitions after {timeout:g} s: "
+                                        f"an earlier reassignment has not ended (Kafka {self.settings.version} "
+                                        f"moves one at a time)")
+                    time.sleep(0.5)
             return
         controller = self.controller_broker(hosts) if self.zookeeper_mode else None
         brokers = self._brokers(hosts)
