@@ -12,10 +12,11 @@ from harness.compare.table import Row
 
 FORMATS = ("text", "json", "markdown")
 HEADER = ("system", "truncation", "faults", "runs", "invalid", "invalid rate [95% CI]", "p (Fisher) vs",
-          "median first detection", "liveness failed", "anomalies (runs: total)")
+          "median first detection", "liveness failed [95% CI]", "anomalies (runs: total)")
 CSV_COLUMNS = ("system", "truncation", "faults", "runs", "invalid", "unknown", "crashed", "invalid_rate",
                "ci_low", "ci_high", "anomalies", "p_value", "versus", "median_first_detection_s",
-               "liveness_judged", "liveness_failed", "liveness_findings")
+               "liveness_judged", "liveness_failed", "liveness_findings", "liveness_rate", "liveness_ci_low",
+               "liveness_ci_high", "liveness_p_value")
 
 
 def render(table: list[Row], form: str = "text", against: str | None = None) -> str:
@@ -33,7 +34,12 @@ def render(table: list[Row], form: str = "text", against: str | None = None) -> 
 def legend(against: str | None) -> str:
     whom = f"the baseline {against}'s row" if against else "the row above it"
     return (f"p: Fisher's exact test (two-sided) of a row's invalid-run rate against {whom} in its fault group; "
-            "unknown and crashed runs are left out of rates and tests")
+            "unknown and crashed runs are left out of rates and tests; " + LIVENESS_LEGEND)
+
+
+LIVENESS_LEGEND = ("liveness failed: runs that failed liveness / runs with a liveness verdict (ok or failed; "
+                   "others left out), the rate, its 95% interval and p, Fisher's test of that rate against the "
+                   "same row, then the runs per finding")
 
 
 def to_text(table: list[Row], against: str | None = None) -> str:
@@ -57,6 +63,7 @@ def to_json(table: list[Row]) -> str:
 
 def as_dict(row: Row) -> dict[str, Any]:
     low, high = row.interval
+    live_low, live_high = row.liveness_interval
     return {"system": row.system, "truncation": row.truncation, "faults": row.faults, "runs": row.runs,
             "judged": row.judged, "invalid": row.invalid, "unknown": row.unknown, "crashed": row.crashed,
             "invalid_rate": row.invalid_rate if row.judged else None, "ci_low": low, "ci_high": high,
@@ -65,7 +72,9 @@ def as_dict(row: Row) -> dict[str, Any]:
             "runs_by_anomaly": dict(sorted(row.runs_by_anomaly.items())),
             "anomaly_totals": dict(sorted(row.anomaly_totals.items())),
             "liveness_judged": row.liveness_judged, "liveness_failed": row.liveness_failed,
-            "runs_by_liveness": dict(sorted(row.runs_by_liveness.items()))}
+            "runs_by_liveness": dict(sorted(row.runs_by_liveness.items())),
+            "liveness_rate": row.liveness_rate if row.liveness_judged else None,
+            "liveness_ci_low": live_low, "liveness_ci_high": live_high, "liveness_p_value": row.liveness_p_value}
 
 
 def to_csv(table: list[Row]) -> str:
@@ -74,13 +83,16 @@ def to_csv(table: list[Row]) -> str:
     writer.writerow(CSV_COLUMNS)
     for row in table:
         low, high = row.interval
+        live_low, live_high = row.liveness_interval
         writer.writerow([row.system, row.truncation, row.faults, row.runs, row.invalid, row.unknown, row.crashed,
                          f"{row.invalid_rate:.4f}", f"{low:.4f}", f"{high:.4f}",
                          ";".join(f"{k}={v}" for k, v in sorted(row.anomaly_totals.items())),
                          "" if row.p_value is None else f"{row.p_value:.6g}", row.versus or "",
                          "" if row.median_first_detection_s is None else f"{row.median_first_detection_s:.3f}",
                          row.liveness_judged, row.liveness_failed,
-                         ";".join(f"{k}={v}" for k, v in sorted(row.runs_by_liveness.items()))])
+                         ";".join(f"{k}={v}" for k, v in sorted(row.runs_by_liveness.items())),
+                         f"{row.liveness_rate:.4f}" if row.liveness_judged else "", f"{live_low:.4f}",
+                         f"{live_high:.4f}", "" if row.liveness_p_value is None else f"{row.liveness_p_value:.6g}"])
     return out.getvalue()
 
 
@@ -98,11 +110,15 @@ def seconds(value: float) -> str:
     return f"{value:.1f} s" if value >= 1 else f"{value:.2g} s"
 
 
+def p_text(p: float) -> str:
+    """`0.3085`; below 1e-4 `3.2e-05`."""
+    return f"{p:.4f}" if p >= 1e-4 else f"{p:.1e}"
+
+
 def p_cell(row: Row) -> str:
     if row.p_value is None:
         return "-"
-    p = f"{row.p_value:.4f}" if row.p_value >= 1e-4 else f"{row.p_value:.1e}"
-    return f"{p} vs {row.versus}"
+    return f"{p_text(row.p_value)} vs {row.versus}"
 
 
 def _cells(row: Row) -> tuple[str, ...]:
@@ -115,10 +131,26 @@ def _cells(row: Row) -> tuple[str, ...]:
             liveness_cell(row), anomalies or "-")
 
 
-def liveness_cell(row: Row) -> str:
-    """`2 (unavailable 2, no-recovery 1)`: the runs that failed liveness, then the runs per finding;
-    `-` when no run was judged."""
+def liveness_rate_text(row: Row) -> str:
+    """`1/8 0.12 [0.02, 0.47] p=0.3085`: the runs that failed liveness over the runs with a
+    liveness verdict, the rate, its Wilson 95% interval, and the p-value against `versus`
+    (left out where there is none); `-` when no run has a liveness verdict."""
     if not row.liveness_judged:
         return "-"
-    kinds = ", ".join(f"{k} {n}" for k, n in sorted(row.runs_by_liveness.items(), key=lambda kv: (-kv[1], kv[0])))
-    return f"{row.liveness_failed}" + (f" ({kinds})" if kinds else "")
+    low, high = row.liveness_interval
+    p = "" if row.liveness_p_value is None else f" p={p_text(row.liveness_p_value)}"
+    return f"{row.liveness_failed}/{row.liveness_judged} {row.liveness_rate:.2f} [{low:.2f}, {high:.2f}]{p}"
+
+
+def liveness_kinds(row: Row) -> str:
+    """`unavailable 2, no-recovery 1`: the runs per liveness finding, most first."""
+    return ", ".join(f"{k} {n}" for k, n in sorted(row.runs_by_liveness.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def liveness_cell(row: Row) -> str:
+    """`2/40 0.05 [0.01, 0.17] p=0.3085 (unavailable 2, no-recovery 1)`: `liveness_rate_text`,
+    then the runs per finding; `-` when no run has a liveness verdict."""
+    if not row.liveness_judged:
+        return "-"
+    kinds = liveness_kinds(row)
+    return liveness_rate_text(row) + (f" ({kinds})" if kinds else "")

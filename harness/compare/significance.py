@@ -1,6 +1,8 @@
 """Fisher's exact test between the rows of `fencepost compare`, within each fault group
 (harness/compare/stats.py: `two_rates_p` of invalid runs over runs with a verdict; unknown and
-crashed runs are left out, as they are of the rate).
+crashed runs are left out, as they are of the rate). The liveness-failure rate (runs that
+failed liveness over runs with a liveness verdict) is tested against the same row; where
+either row has no run with a liveness verdict it gets no liveness p-value.
 
 Without a baseline each row is tested against the row before it in its group (the
 table's order, harness/compare/order.py), the first row of a group against none. With
@@ -75,5 +77,7 @@ def groups_without(table: list[Row], baseline: Baseline) -> list[str]:
 
 
 def _against(row: Row, other: Row) -> Row:
+    liveness_p = (two_rates_p(row.liveness_failed, row.liveness_judged, other.liveness_failed, other.liveness_judged)
+                  if row.liveness_judged and other.liveness_judged else None)
     return replace(row, p_value=two_rates_p(row.invalid, row.judged, other.invalid, other.judged),
-                   versus=label(other.system, other.truncation))
+                   versus=label(other.system, other.truncation), liveness_p_value=liveness_p)

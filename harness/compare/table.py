@@ -1,8 +1,11 @@
 """Runs grouped by configuration (system, truncation, faults): how many, how many invalid,
 the invalid-run rate with its Wilson 95% interval, the anomalies found, the median
 time to first detection, and how many runs failed liveness (results.json's liveness
-verdict, beside safety) with the runs per liveness finding; in the order of harness/compare/order.py. The p-value columns
-are filled in by harness/compare/significance.py."""
+verdict, beside safety) with the runs per liveness finding, and the liveness-failure rate
+(runs that failed liveness over runs with a liveness verdict of ok or failed: unknown and
+unjudged runs are left out) with its Wilson 95% interval; in the order of
+harness/compare/order.py. The p-value columns (of both rates) are filled in by
+harness/compare/significance.py."""
 from __future__ import annotations
 
 from collections import Counter
@@ -32,6 +35,7 @@ class Row:
     liveness_judged: int = 0  # runs with a liveness verdict of ok or failed
     liveness_failed: int = 0  # runs whose liveness verdict is failed (beside safety)
     runs_by_liveness: dict[str, int] = field(default_factory=dict)  # liveness finding kind -> runs that had it
+    liveness_p_value: float | None = None  # Fisher's exact test of the liveness-failure rate against `versus`'s
 
     @property
     def judged(self) -> int:
@@ -45,6 +49,15 @@ class Row:
     @property
     def interval(self) -> tuple[float, float]:
         return wilson_interval(self.invalid, self.judged)
+
+    @property
+    def liveness_rate(self) -> float:
+        """Runs that failed liveness over runs with a liveness verdict (0.0 when none has one)."""
+        return self.liveness_failed / self.liveness_judged if self.liveness_judged else 0.0
+
+    @property
+    def liveness_interval(self) -> tuple[float, float]:
+        return wilson_interval(self.liveness_failed, self.liveness_judged)
 
 
 def rows(results: Iterable[RunResult]) -> list[Row]:

@@ -138,7 +138,8 @@ def test_compare_of_the_seed_examples_per_truncation(tmp_path):
     assert header[:14] == ["system", "truncation", "faults", "runs", "invalid", "unknown", "crashed",
                            "invalid_rate", "ci_low", "ci_high", "anomalies", "p_value", "versus",
                            "median_first_detection_s"]
-    assert header[14:] == ["liveness_judged", "liveness_failed", "liveness_findings"]  # issue 27's, after
+    assert header[14:17] == ["liveness_judged", "liveness_failed", "liveness_findings"]  # issue 27's, after
+    assert header[17:] == ["liveness_rate", "liveness_ci_low", "liveness_ci_high", "liveness_p_value"]  # issue 34's
     assert list(CSV_COLUMNS) == header
     hw, kip101 = (dict(zip(header, line)) for line in table)
     assert (hw["p_value"], hw["versus"], kip101["p_value"], kip101["versus"]) == ("", "", "0.1", "own:hw")
@@ -154,7 +155,8 @@ def test_compare_prints_json_and_markdown(tmp_path):
     assert list(hw) == ["system", "truncation", "faults", "runs", "judged", "invalid", "unknown", "crashed",
                         "invalid_rate", "ci_low", "ci_high", "p_value", "versus", "median_first_detection_s",
                         "runs_by_anomaly", "anomaly_totals", "liveness_judged", "liveness_failed",
-                        "runs_by_liveness"]
+                        "runs_by_liveness", "liveness_rate", "liveness_ci_low", "liveness_ci_high",
+                        "liveness_p_value"]
     assert [hw[k] for k in ("system", "truncation", "faults", "runs", "judged", "invalid", "invalid_rate")] == [
         "own", "hw", "none", 3, 3, 3, 1.0]
     assert (hw["ci_low"], hw["p_value"], hw["versus"]) == (pytest.approx(0.4385, abs=1e-4), pytest.approx(0.1),
@@ -250,6 +252,89 @@ def test_compare_counts_the_runs_that_failed_liveness_by_finding(tmp_path):
     (row,) = rows(collect([tmp_path]))
     assert (row.runs, row.liveness_judged, row.liveness_failed) == (4, 3, 2)
     assert row.runs_by_liveness == {"unavailable": 1, "no-recovery": 1, "fatal-marker": 1}
-    assert liveness_cell(row) == "2 (fatal-marker 1, no-recovery 1, unavailable 1)"
+    assert liveness_cell(row) == "2/3 0.67 [0.21, 0.94] (fatal-marker 1, no-recovery 1, unavailable 1)"
     assert json.loads(to_json([row]))[0]["liveness_failed"] == 2
     assert liveness_of(None) == (None, {}) and liveness_of({"verdict": "ok", "kinds": {}}) == ("ok", {})
+
+
+def plant_runs(root: Path, truncation: str, liveness: list[dict | None]) -> None:
+    """One valid, checked run directory of own:`truncation` (no faults) per liveness section
+    (None: a results.json written before there was one)."""
+    for n, section in enumerate(liveness):
+        run_dir = root / f"{truncation}-{n:02d}"
+        run_dir.mkdir(parents=True)
+        (run_dir / "history.jsonl").write_text("")
+        (run_dir / "test.json").write_text(json.dumps({"system": "own", "truncation": truncation}))
+        results = {"valid": True, "anomaly_counts": {}}
+        if section is not None:
+            results["liveness"] = section
+        (run_dir / "results.json").write_text(json.dumps(results))
+
+
+OK = {"verdict": "ok", "findings": 0, "kinds": {"stuck-consumer": 0}}
+STUCK = {"verdict": "failed", "findings": 1, "kinds": {"stuck-consumer": 1}}
+
+
+def fisher_by_hand(a: int, n1: int, c: int, n2: int) -> float:
+    """Two-sided Fisher's exact p of a/n1 against c/n2, summed here as fractions: every table
+    with the same margins no more probable than the one seen."""
+    from fractions import Fraction
+    from math import comb
+    hits = a + c
+    probability = {x: Fraction(comb(n1, x) * comb(n2, hits - x), comb(n1 + n2, hits))
+                   for x in range(max(0, hits - n2), min(n1, hits) + 1)}
+    return float(sum(p for p in probability.values() if p <= probability[a]))
+
+
+def test_compare_gives_the_liveness_failure_rate_its_interval_and_fisher_p(tmp_path):
+    runs = tmp_path / "runs"
+    # all valid: a stuck consumer is the only thing wrong, and must not hide behind the verdict
+    plant_runs(runs, "hw", [STUCK] + [OK] * 39 + [{"verdict": "unknown", "findings": 0, "kinds": {}}, None])
+    plant_runs(runs, "kip101", [OK] * 3 + [STUCK] + [OK] * 4)
+    plant_runs(runs, "kip320", [OK] * 5)
+    done = fencepost(tmp_path, "compare", "runs", "--out", "out", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    hw, kip101, kip320 = json.loads(done.stdout)
+    # liveness unknown and no liveness section at all: out of the denominator
+    assert (hw["runs"], hw["invalid"], hw["liveness_judged"], hw["liveness_failed"]) == (42, 0, 40, 1)
+    assert hw["liveness_rate"] == pytest.approx(1 / 40)
+    assert (hw["liveness_ci_low"], hw["liveness_ci_high"]) == pytest.approx((0.0044, 0.1288), abs=1e-4)
+    assert hw["liveness_p_value"] is None  # the first row of its group: nothing to test against
+    assert (kip101["liveness_judged"], kip101["liveness_failed"], kip101["liveness_rate"]) == (8, 1, 1 / 8)
+    assert (kip101["liveness_ci_low"], kip101["liveness_ci_high"]) == pytest.approx((0.0224, 0.4709), abs=1e-4)
+    assert kip101["versus"] == "own:hw"
+    assert kip101["liveness_p_value"] == pytest.approx(fisher_by_hand(1, 8, 1, 40)) == pytest.approx(348 / 1128)
+    assert round(kip101["liveness_p_value"], 2) == 0.31
+    # a clean row: 0 with the interval [0, upper]; tested against the row above it
+    assert (kip320["liveness_failed"], kip320["liveness_rate"]) == (0, 0.0)
+    assert kip320["liveness_ci_low"] == pytest.approx(0.0, abs=1e-12)
+    assert kip320["liveness_ci_high"] == pytest.approx(0.4345, abs=1e-4)
+    assert kip320["liveness_p_value"] == pytest.approx(fisher_by_hand(0, 5, 1, 8)) == pytest.approx(1.0)
+
+    done = fencepost(tmp_path, "compare", "runs", "--out", "out", "--baseline", "own:hw")
+    assert done.returncode == 0, done.stderr
+    lines = {line.split()[1]: line for line in done.stdout.splitlines() if line.startswith("own ")}
+    assert "1/40 0.03 [0.00, 0.13] (stuck-consumer 1)" in lines["hw"]
+    assert "1/8 0.12 [0.02, 0.47] p=0.3085 (stuck-consumer 1)" in lines["kip101"]
+    assert "0/5 0.00 [0.00, 0.43] p=1.0000" in lines["kip320"]
+    assert "liveness failed [95% CI]" in done.stdout.splitlines()[0]
+    assert "liveness failed: runs that failed liveness / runs with a liveness verdict" in done.stdout  # the legend
+    with open(tmp_path / "out" / "compare.csv") as f:
+        table = list(csv.DictReader(f))
+    by = {line["truncation"]: line for line in table}
+    assert (by["hw"]["liveness_rate"], by["hw"]["liveness_ci_low"], by["hw"]["liveness_ci_high"]) == (
+        "0.0250", "0.0044", "0.1288")
+    assert by["hw"]["liveness_p_value"] == ""
+    assert float(by["kip101"]["liveness_p_value"]) == pytest.approx(348 / 1128, abs=1e-6)  # against the baseline
+    assert float(by["kip320"]["liveness_p_value"]) == pytest.approx(fisher_by_hand(0, 5, 1, 40), abs=1e-6)
+
+
+def test_a_row_without_a_liveness_verdict_has_no_liveness_rate_nor_p(tmp_path):
+    from harness.compare.formats import as_dict, liveness_cell
+    plant_runs(tmp_path, "hw", [OK] * 3)
+    plant_runs(tmp_path, "kip101", [None, {"verdict": "unknown", "findings": 0, "kinds": {}}])
+    hw, kip101 = with_p_values(rows(collect([tmp_path])))
+    assert (kip101.liveness_judged, kip101.liveness_p_value, kip101.versus) == (0, None, "own:hw")
+    assert kip101.p_value is not None  # the invalid-run rate is still tested
+    assert (as_dict(kip101)["liveness_rate"], liveness_cell(kip101)) == (None, "-")
+    assert hw.liveness_interval == pytest.approx((0.0, 0.5615), abs=1e-4) and hw.liveness_rate == 0.0
