@@ -111,7 +111,7 @@ def check_run(run_dir: Path | str, *, write: bool = True, out: Any = _STDOUT,
     results = build_results(run, reports, verdict, time.perf_counter() - started, linear_files, section)
     results_path = write_results(run_dir, results) if write else None
     if out is not None:
-        print_summary(results, out, results_path)
+        print_summary(results, out, results_path, run_dir)
     return CheckOutcome(verdict.valid, results, verdict.exit_code)
 
 

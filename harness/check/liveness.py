@@ -30,6 +30,7 @@ from typing import Any, Iterable
 from clusters import fatal_markers
 from harness.rundir.history import NEMESIS, Op, iter_plain
 from harness.report.bands import HEAL, Band, NemesisOp, nemesis_bands
+from harness.report.clients import client_log
 from harness.report.lag import LagSeries, RealtimeLag
 from harness.rundir.names import HISTORY_FILE, NODES_DIR
 
@@ -234,8 +235,9 @@ def _s(ns: int) -> float:
     return round(ns / NS, 3)
 
 
-def describe(section: dict[str, Any]) -> list[str]:
-    """Lines a person reads: what failed, where, in the system's own words."""
+def describe(section: dict[str, Any], run_dir: Path | None = None) -> list[str]:
+    """Lines a person reads: what failed, where, in the system's own words; with `run_dir`, each
+    stuck consumer's client log where there is one (harness/report/clients.py)."""
     if not section.get("findings"):
         return []
     kinds = section.get("kinds") or {"fatal-marker": section["findings"]}
@@ -249,5 +251,7 @@ def describe(section: dict[str, Any]) -> list[str]:
         if seconds is None:
             lines.append(f"{key}: no write acknowledged after the final heal")
     for c in (section.get("stuck_consumers") or [])[:3]:
-        lines.append(f"consumer {c['process']}: {c['lag_s']:g} s behind at its last poll")
+        log = client_log(run_dir, c["process"]) if run_dir is not None else None
+        lines.append(f"consumer {c['process']}: {c['lag_s']:g} s behind at its last poll"
+                     + (f"; its client log: {log}" if log is not None else ""))
     return lines

@@ -91,7 +91,8 @@ def to_json(document: Any) -> bytes:
                         option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS | orjson.OPT_APPEND_NEWLINE)
 
 
-def print_summary(results: dict[str, Any], out: TextIO, results_path: Path | None) -> None:
+def print_summary(results: dict[str, Any], out: TextIO, results_path: Path | None,
+                  run_dir: Path | None = None) -> None:
     """A table (anomaly, count, one example on one line), the verdict, where results are; every
     line escaped (errors.printable: the examples and input errors quote the run's files)."""
 
@@ -112,7 +113,7 @@ def print_summary(results: dict[str, Any], out: TextIO, results_path: Path | Non
         say(f"input problems: {errors} error(s), {warnings} warning(s) (see results.json)")
         for line in results["errors"][:3]:
             say(f"  error: {line}")
-    for line in describe_liveness(results.get("liveness") or {}):
+    for line in describe_liveness(results.get("liveness") or {}, run_dir):
         say(f"liveness: {line}")
     for line in describe_premise(results.get("premise") or {}):
         say(f"premise: {line}")

@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
     found = ", ".join(f"{name} {n}" for name, n in counts.items() if n)
     print(f"verdict: {verdict}" + (f" ({found})" if found else ""))
     if outcome.check is not None:
-        for line in describe_liveness(outcome.check.results.get("liveness") or {}):
+        for line in describe_liveness(outcome.check.results.get("liveness") or {}, outcome.run_dir):
             print(f"  liveness: {line}")
         for line in describe_premise(outcome.check.results.get("premise") or {}):
             print(f"  premise: {line}")

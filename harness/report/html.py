@@ -5,7 +5,8 @@ ops linked into the history viewer and each value or offset to its trace page â€
 the linearizability counterexamples; the plots (embedded as data: URIs, so the file
 renders on its own), each with how to read it; the faults the plots shade (a folded
 table); then the run (settings, operations, history) and its configuration; links to
-the run's files and node logs (relative). Every term is defined on the page itself:
+the run's files and node logs (relative); each stuck consumer's client log and stacks, and a
+section listing every client log (client_links.py). Every term is defined on the page itself:
 a downloaded report has no docs beside it.
 """
 from __future__ import annotations
@@ -20,6 +21,8 @@ import orjson
 from checkers.anomaly import DEFINITIONS
 from harness.check.premise import describe as describe_premise
 from harness.report.bands import Band
+from harness.report.client_links import clients_section, consumer_links
+from harness.report.clients import ClientFiles, debug_was
 from harness.report.history_viewer import HISTORY_PAGE
 from harness.report.inputs import RunInputs, example_targets, node_files, run_files, setting
 from harness.report.lag import RealtimeLag
@@ -48,7 +51,8 @@ def render_report(inputs: RunInputs, scan: ScannedHistory, bands: list[Band],
         _header(name, inputs, results),
         _anomalies(results, traces or {}),
         _linearizability(results),
-        _liveness(results),
+        _liveness(results, inputs.clients, debug_was(inputs.test)),
+        clients_section(inputs.clients, _stuck_processes(results)),
         _plots(plots),
         _faults(bands),
         _summary(name, inputs, scan, bands, results, lag),
@@ -66,6 +70,7 @@ def _header(name: str, inputs: RunInputs, results: dict[str, Any]) -> str:
              f'{esc(_VERDICT_MEANS[verdict_word(valid)])}</span></p>',
              f'<p class="muted">Contents: <a href="#anomalies-section">anomalies</a> &middot; '
              f'<a href="#liveness-section">liveness</a> &middot; '
+             + ('<a href="#clients-section">client logs</a> &middot; ' if inputs.clients else '') +
              f'<a href="#plots-section">plots</a> &middot; <a href="#faults-section">faults</a> &middot; '
              f'<a href="#run-section">the run</a> &middot; <a href="#config-section">configuration</a> &middot; '
              f'<a href="#files-section">files</a> &middot; <a href="{HISTORY_PAGE}">history viewer</a> &middot; '
@@ -305,9 +310,10 @@ _LIVENESS_KINDS = {
 }
 
 
-def _liveness(results: dict[str, Any]) -> str:
-    """The liveness verdict (beside safety, never part of the verdict above) and its findings.
-    results.json may come from anywhere: every value is escaped, a number shown only if it is one."""
+def _liveness(results: dict[str, Any], clients: ClientFiles, debug: str | None) -> str:
+    """The liveness verdict (beside safety, never part of the verdict above) and its findings, each
+    stuck consumer with its client log (`debug`: test.json's clients.debug). results.json may come
+    from anywhere: every value is escaped, a number shown only if it is one."""
     section = results.get("liveness")
     head = '<h2 id="liveness-section">Liveness</h2>'
     if not isinstance(section, dict):
@@ -336,7 +342,8 @@ def _liveness(results: dict[str, Any]) -> str:
     items += [f"<li>{esc(key)}: no write acknowledged after the final heal</li>"
               for key, seconds in _dict(recovery.get("partitions")).items() if seconds is None]
     items += [f"<li>consumer {esc(str(c.get('process')))}: {_g(c.get('lag_s'))} s behind at its last poll "
-              f"({_g(c.get('last_poll_s'))} s; worst {_g(c.get('worst_lag_s'))} s)</li>"
+              f"({_g(c.get('last_poll_s'))} s; worst {_g(c.get('worst_lag_s'))} s)"
+              f"{consumer_links(clients, c.get('process'), debug)}</li>"
               for c in _list(section.get("stuck_consumers")) if isinstance(c, dict)]
     if items:
         parts.append(f'<ul id="liveness-findings">{"".join(items)}</ul>')
@@ -346,6 +353,11 @@ def _liveness(results: dict[str, Any]) -> str:
         parts.append(f'<p class="muted">Recovery: from the final heal ({_g(recovery.get("healed_at_s", 0))} s) to '
                      f'the first acknowledged write: {shown}.</p>')
     return "".join(parts)
+
+
+def _stuck_processes(results: dict[str, Any]) -> set[int]:
+    stuck = _dict(results.get("liveness")).get("stuck_consumers")
+    return {c.get("process") for c in _list(stuck) if isinstance(c, dict) and type(c.get("process")) is int}
 
 
 def _g(value: Any) -> str:

@@ -1,6 +1,7 @@
 """What the report reads besides the history, tolerantly: test.json (any subset of
 the spec's fields, or an older shape), results.json (docs/FORMATS.md, results.json, possibly missing: the
-run was not checked), and the files of the run directory to link to.
+run was not checked), the client logs under clients/ (harness/report/clients.py), and the files of
+the run directory to link to.
 
 Nothing here raises for a missing or malformed file: the report says what it
 could not read (`RunInputs.notes`) and shows the rest.
@@ -13,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from harness.report.clients import ClientFiles, client_files
 from harness.rundir.names import NODES_DIR, RESULTS_FILE, RUN_FILES, TEST_FILE
 from harness.rundir.record import op_indices
 from harness.report.trace import Target
@@ -26,6 +28,7 @@ class RunInputs:
     test: dict[str, Any]  # {} when missing or unreadable
     results: dict[str, Any] | None  # None: not checked (or unreadable)
     notes: list[str] = field(default_factory=list)  # what could not be read, for the page
+    clients: ClientFiles = field(default_factory=ClientFiles)  # the client logs under clients/
 
 
 def load_inputs(run_dir: Path) -> RunInputs:
@@ -41,7 +44,7 @@ def load_inputs(run_dir: Path) -> RunInputs:
     if results is None and not (run_dir / RESULTS_FILE).exists():
         notes.append(f"no {RESULTS_FILE}: this run was not checked; run "
                      f"`fencepost check {run_dir}` and then the report again")
-    return RunInputs(run_dir, test or {}, results, notes)
+    return RunInputs(run_dir, test or {}, results, notes, client_files(run_dir))
 
 
 def read_json(path: Path, notes: list[str]) -> Any:
