@@ -339,3 +339,47 @@ def test_hostile_text_in_the_history_neither_breaks_the_pages_nor_runs(served, t
         browser.open(f"{url}hostile/20261121T101500-def456/timeline.html", ready=READY)
         assert browser.js("timelineView.lanes()[0]") == "nemesis"
         assert browser.js("typeof window.pwned") == "undefined" and browser.console_errors() == []
+
+
+def test_a_stuck_consumer_s_client_log_is_one_click_from_the_report(tmp_path):
+    """The liveness finding of a stuck consumer shows its client log's link and why it was
+    written; following it, served by `fencepost serve`, shows the log's text, and so does its
+    stacks link."""
+    from harness.report import write_report
+    from tests.harness.test_report_clients import STUCK, STUCK_WHY, logged, stuck_run
+
+    results = tmp_path / "results"
+    run_dir = logged(stuck_run(results / "stuck" / "20261127T100000-abc123"))
+    write_report(run_dir)
+    server = subprocess.Popen([sys.executable, "-c", FENCEPOST, "serve", "--port", "0",
+                               "--results", str(results)], cwd=ROOT, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True)
+    try:
+        match = re.search(r"at (http://127\.0\.0\.1:\d+/)", server.stdout.readline())
+        assert match, "fencepost serve did not print its address"
+        report = f"{match.group(1)}stuck/{run_dir.name}/report.html"
+        finding = "#liveness-findings a.client-log"
+        with Browser(tmp_path / "profile") as browser:
+            browser.open(report, ready="document.body.dataset.imagesChecked === 'yes'")
+            browser.centre(finding)  # scrolled into sight, as a person would
+            seen = browser.js(f"(function () {{ var a = document.querySelector('{finding}');"
+                              " var r = a.getBoundingClientRect(); var li = a.closest('li');"
+                              " return [a.innerText, r.width > 0 && r.height > 0 && r.top >= 0 && r.bottom <= innerHeight,"
+                              " getComputedStyle(a).visibility, li.innerText]; })()")
+            assert seen[0] == f"clients/{STUCK}.log" and seen[1] is True and seen[2] == "visible"
+            assert seen[3].startswith(f"consumer {STUCK}:") and f"why: {STUCK_WHY}" in seen[3]
+            assert "native stacks" in seen[3]
+            log_text = (run_dir / "clients" / f"{STUCK}.log").read_text()
+            browser.click(finding)
+            browser.wait(f"location.href.endsWith('/clients/{STUCK}.log') && document.readyState === 'complete'")
+            assert browser.js("document.contentType") == "text/plain"
+            assert browser.js("document.body.innerText").strip() == log_text.strip()
+            browser.open(report, ready="document.body.dataset.imagesChecked === 'yes'")
+            browser.click("#liveness-findings a.client-stacks")
+            browser.wait(f"location.href.endsWith('/clients/{STUCK}.stacks.1.txt') && document.readyState === 'complete'")
+            assert browser.js("document.body.innerText").strip() == \
+                (run_dir / "clients" / f"{STUCK}.stacks.1.txt").read_text().strip()
+    finally:
+        os.kill(server.pid, signal.SIGTERM)
+        server.wait(timeout=30)
+        server.stdout.close()
