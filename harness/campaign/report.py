@@ -2,9 +2,11 @@
 shards of one campaign, into the folder given): report.html, summary.json, summary.csv
 (harness/campaign/summary_formats.py) and rates.png (compare's plot). report.html is one
 self-contained page: the headline (green when every run yielded what it was expected to),
-the table per configuration, the plot, the surprises with the commands that replay and
-reduce them, and every run with a link to its own report (relative links, so the folder
-reads the same when copied or downloaded).
+the table per configuration (the invalid-run rate and the liveness-failure rate, each with
+a bar of its 95% interval; a configuration with runs that failed liveness is flagged as a
+surprise is, and named under the headline, even when every run was valid and expected), the
+plot, the surprises with the commands that replay and reduce them, and every run with a link
+to its own report (relative links, so the folder reads the same when copied or downloaded).
 """
 from __future__ import annotations
 
@@ -12,8 +14,8 @@ import os
 from pathlib import Path
 
 from harness.campaign.summary import CampaignSummary, RunLine, summarize, to_json
-from harness.campaign.summary_formats import headline, legend, to_csv
-from harness.compare.formats import p_cell, runs_cell, seconds
+from harness.campaign.summary_formats import headline, legend, liveness_notes, to_csv
+from harness.compare.formats import liveness_kinds, liveness_p_text, liveness_rate_text, p_cell, runs_cell, seconds
 from harness.report.page import esc, href, page
 from harness.rundir.atomic import write_atomically
 from harness.rundir.names import REPORT_FILE
@@ -27,7 +29,8 @@ EXTRA_STYLE = """
        display: inline-block; vertical-align: middle; margin-left: 0.4em; }
 .bar .ci { position: absolute; top: 0; bottom: 0; background: #f3b7b7; }
 .bar .rate { position: absolute; top: -0.15em; bottom: -0.15em; width: 2px; background: #8e1b1b; }
-tr.status-surprise td, tr.status-crashed td { background: #fdecec; }
+tr.status-surprise td, tr.status-crashed td, tr.liveness-failed td { background: #fdecec; }
+#liveness-failed { color: #8e1b1b; }
 """
 
 
@@ -59,6 +62,9 @@ def report_html(summary: CampaignSummary, out: Path, with_plot: bool) -> str:
              f'<p class="muted">{len(summary.runs)} of {summary.planned} planned runs finished'
              f'{"; shards " + esc(", ".join(summary.shards)) if summary.shards else ""}; from '
              + ", ".join(f"<code>{esc(d)}</code>" for d in summary.directories) + "</p>"]
+    notes = liveness_notes(summary)
+    if notes:
+        parts.append('<ul id="liveness-failed">' + "".join(f"<li>{esc(note)}</li>" for note in notes) + "</ul>")
     parts.append(_configurations(summary))
     if with_plot:
         parts.append(f'<figure><img src="{RATES_PNG}" alt="invalid-run rates with their 95% intervals">'
@@ -83,26 +89,37 @@ def _configurations(summary: CampaignSummary) -> str:
     for c in summary.configurations:
         row = c.row
         low, high = row.interval
-        if row.judged:
-            rate = (f"{row.invalid_rate:.2f} [{low:.2f}, {high:.2f}]<span class=\"bar\" title=\"95% interval\">"
-                    f'<span class="ci" style="left:{low * 100:.1f}%;width:{(high - low) * 100:.1f}%"></span>'
-                    f'<span class="rate" style="left:{row.invalid_rate * 100:.1f}%"></span></span>')
-        else:
-            rate = "- (no run with a verdict)"
+        rate = (f"{row.invalid_rate:.2f} [{low:.2f}, {high:.2f}]{_bar(row.invalid_rate, low, high)}" if row.judged
+                else "- (no run with a verdict)")
+        liveness = "-"
+        if row.liveness_judged:
+            kinds = liveness_kinds(row)
+            liveness = (esc(liveness_rate_text(row, with_p=False)) + _bar(row.liveness_rate, *row.liveness_interval)
+                        + esc(f" {liveness_p_text(row)}".rstrip()) + (f" ({esc(kinds)})" if kinds else ""))
         median = "-" if row.median_first_detection_s is None else seconds(row.median_first_detection_s)
         anomalies = ", ".join(f"{esc(name)} {row.runs_by_anomaly[name]}: {row.anomaly_totals[name]}"
                               for name in sorted(row.runs_by_anomaly, key=lambda n: (-row.runs_by_anomaly[n], n)))
-        rows.append(f'<tr class="config" data-config="{esc(c.name)}|{esc(row.faults)}" '
-                    f'data-surprises="{c.surprises}"><td>{esc(c.name)}</td><td>{esc(row.faults)}</td>'
+        flagged = " liveness-failed" if c.liveness_flagged else ""
+        rows.append(f'<tr class="config{flagged}" data-config="{esc(c.name)}|{esc(row.faults)}" '
+                    f'data-surprises="{c.surprises}" data-liveness-failed="{row.liveness_failed}">'
+                    f'<td>{esc(c.name)}</td><td>{esc(row.faults)}</td>'
                     f'<td>{esc(" / ".join(c.expected))}</td><td class="num">{esc(runs_cell(row))}</td>'
                     f'<td class="num">{row.invalid}</td><td>{rate}</td><td>{esc(p_cell(row))}</td>'
-                    f'<td class="num">{median}</td><td class="num">{c.surprises}</td><td>{anomalies or "-"}</td></tr>')
+                    f'<td class="num">{median}</td><td>{liveness}</td><td class="num">{c.surprises}</td>'
+                    f'<td>{anomalies or "-"}</td></tr>')
     return ("<h2>Per configuration</h2><table id=\"configurations\"><thead><tr><th>configuration</th><th>faults</th>"
             "<th>expected</th><th class=\"num\">runs</th><th class=\"num\">invalid</th><th>invalid rate [95% CI]</th>"
-            "<th>p (Fisher) vs</th><th class=\"num\">median first detection</th><th class=\"num\">surprises</th>"
+            "<th>p (Fisher) vs</th><th class=\"num\">median first detection</th><th>liveness failed [95% CI]</th>"
+            "<th class=\"num\">surprises</th>"
             f"<th>anomalies (runs: total)</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
             f'<p class="muted">{esc(legend(summary))}. Files: <a href="{SUMMARY_CSV}">{SUMMARY_CSV}</a> (one row per '
             f'configuration and anomaly), <a href="{SUMMARY_JSON}">{SUMMARY_JSON}</a>.</p>')
+
+
+def _bar(rate: float, low: float, high: float) -> str:
+    """A rate (the dark line) in its 95% interval (the shaded span), on 0..1."""
+    return (f'<span class="bar" title="95% interval"><span class="ci" style="left:{low * 100:.1f}%;'
+            f'width:{(high - low) * 100:.1f}%"></span><span class="rate" style="left:{rate * 100:.1f}%"></span></span>')
 
 
 def _runs(summary: CampaignSummary, out: Path) -> str:
@@ -110,10 +127,11 @@ def _runs(summary: CampaignSummary, out: Path) -> str:
     for r in summary.runs:
         found = ", ".join(f"{esc(k)} {n}" for k, n in sorted(r.anomaly_counts.items()) if n) or "none"
         when = "-" if r.first_detection_s is None else seconds(r.first_detection_s)
+        stuck = ' <span class="tag liveness-failed">liveness failed</span>' if r.liveness == "failed" else ""
         rows.append(f'<tr class="run status-{esc(r.status)}" data-run="{esc(r.run_id)}" data-status="{esc(r.status)}">'
                     f"<td>{esc(r.run_id)}</td><td>{esc(' '.join(r.configuration))}</td>"
                     f"<td>{esc(r.expected.describe())}</td>"
-                    f'<td class="verdict-cell"><span class="tag">{esc(r.verdict)}</span></td>'
+                    f'<td class="verdict-cell"><span class="tag">{esc(r.verdict)}</span>{stuck}</td>'
                     f'<td><span class="verdict {STATUS_CLASS.get(r.status, "unknown")}">{esc(r.status)}</span> '
                     f"{esc(r.why)}</td><td>{found}</td><td class=\"num\">{when}</td>"
                     f'<td class="num">{r.seconds:.0f} s</td><td>{_links(r, out)}</td></tr>')

@@ -2,15 +2,19 @@
 shards of one campaign (`--shard I/N` on several machines, on shared storage): the figures
 of `fencepost compare` (harness/compare/: runs, invalid, the invalid-run rate with its
 Wilson interval, Fisher's exact test against the baseline or the row above, the median time
-to first detection; one implementation, so `fencepost analyze` gives the same numbers)
-beside what each run was expected to yield (harness/campaign/expect.py) and whether it did.
+to first detection, the liveness-failure rate with its interval and p; one implementation,
+so `fencepost analyze` gives the same numbers) beside what each run was expected to yield
+(harness/campaign/expect.py) and whether it did.
 
 Rules:
 - Every directory must be of one campaign (the same name and planned runs); shards may come
   in any number and order, each run once; a planned run no directory has finished is
   `missing` (a shard not given, a campaign still running or stopped).
-- A run's verdict, anomalies and first detection come from its run directory, as compare
-  reads it; a run that crashed before its history began counts as crashed.
+- A run's verdict, anomalies, first detection and liveness verdict come from its run
+  directory, as compare reads it; a run that crashed before its history began counts as crashed.
+- A configuration with any run that failed liveness is flagged (`ConfigLine.liveness_flagged`),
+  whatever its runs' verdicts and expectations: a stuck consumer never hides behind a valid
+  verdict.
 - The baseline: the one given, else the campaign file's `baseline`, else none (each row of a
   fault group against the row above it).
 """
@@ -43,6 +47,7 @@ class RunLine:
     seconds: float
     run_dir: Path | None
     shard: str | None
+    liveness: str | None = None  # results.json's liveness verdict: ok, failed, unknown (None: not judged)
 
 
 @dataclass(frozen=True)
@@ -58,6 +63,11 @@ class ConfigLine:
     @property
     def name(self) -> str:
         return label(self.row.system, self.row.truncation)
+
+    @property
+    def liveness_flagged(self) -> bool:
+        """Some run of this configuration failed liveness (a stuck consumer, say), valid or not."""
+        return self.row.liveness_failed > 0
 
 
 @dataclass(frozen=True)
@@ -122,7 +132,8 @@ def summarize(directories: list[Path], baseline: str | None = None) -> CampaignS
             lines.append(RunLine(run_id, result.configuration, result.verdict, status,
                                  outcome.get("why") or result.verdict, Expectation.from_json(outcome.get("expected")),
                                  dict(result.anomaly_counts), result.first_detection_s,
-                                 float(outcome.get("seconds") or 0.0), run_dir, plan.get("shard")))
+                                 float(outcome.get("seconds") or 0.0), run_dir, plan.get("shard"),
+                                 result.liveness))
     table = with_p_values(rows(results), Baseline.parse(baseline) if baseline else None) if results else []
     configs = []
     for row in table:
@@ -155,7 +166,8 @@ def to_json(summary: CampaignSummary, out: Path) -> dict[str, Any]:
         "runs": [{"run_id": r.run_id, "system": r.configuration[0], "truncation": r.configuration[1],
                   "faults": r.configuration[2], "verdict": r.verdict, "status": r.status, "why": r.why,
                   "expected": r.expected.to_json(), "anomaly_counts": r.anomaly_counts,
-                  "first_detection_s": r.first_detection_s, "seconds": r.seconds, "shard": r.shard,
+                  "first_detection_s": r.first_detection_s, "liveness": r.liveness, "seconds": r.seconds,
+                  "shard": r.shard,
                   "run_dir": None if r.run_dir is None else str(r.run_dir), "report": link(r)}
                  for r in summary.runs],
     }

@@ -131,15 +131,20 @@ def _cells(row: Row) -> tuple[str, ...]:
             liveness_cell(row), anomalies or "-")
 
 
-def liveness_rate_text(row: Row) -> str:
+def liveness_rate_text(row: Row, with_p: bool = True) -> str:
     """`1/8 0.12 [0.02, 0.47] p=0.3085`: the runs that failed liveness over the runs with a
-    liveness verdict, the rate, its Wilson 95% interval, and the p-value against `versus`
-    (left out where there is none); `-` when no run has a liveness verdict."""
+    liveness verdict, the rate, its Wilson 95% interval, and (`with_p`) the p-value against
+    `versus` (left out where there is none); `-` when no run has a liveness verdict."""
     if not row.liveness_judged:
         return "-"
     low, high = row.liveness_interval
-    p = "" if row.liveness_p_value is None else f" p={p_text(row.liveness_p_value)}"
+    p = f" {liveness_p_text(row)}" if with_p and row.liveness_p_value is not None else ""
     return f"{row.liveness_failed}/{row.liveness_judged} {row.liveness_rate:.2f} [{low:.2f}, {high:.2f}]{p}"
+
+
+def liveness_p_text(row: Row) -> str:
+    """`p=0.3085`: the liveness-failure rate's p-value against `versus`; "" without one."""
+    return "" if row.liveness_p_value is None else f"p={p_text(row.liveness_p_value)}"
 
 
 def liveness_kinds(row: Row) -> str:

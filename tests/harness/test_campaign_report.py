@@ -11,6 +11,7 @@ import io
 import json
 import re
 import shutil
+from html.parser import HTMLParser
 from urllib.parse import unquote
 
 import pytest
@@ -22,6 +23,7 @@ from harness.campaign.summary import summarize
 from harness.campaign.summary_formats import CSV_COLUMNS, render, to_csv
 from harness.compare.collect import collect
 from harness.compare.significance import with_p_values
+from harness.compare.stats import wilson_interval
 from harness.compare.table import rows
 from harness.errors import BadInput
 from tests.support.campaign_support import CAMPAIGN, make_campaign
@@ -129,3 +131,106 @@ def test_fencepost_summarize_writes_the_report_and_prints_the_chosen_format(tmp_
     assert (tmp_path / "merged" / "report.html").is_file() and (tmp_path / "merged" / "summary.csv").is_file()
     bad = fencepost(tmp_path, "summarize", str(tmp_path))
     assert bad.returncode == 254 and "not a campaign directory" in bad.stderr
+
+
+STUCK_CAMPAIGN = """
+name = "stuck"
+[base]
+backend = "process"
+[matrix]
+truncation = ["hw", "kip101"]
+seed = [1, 2, 3, 4, 5, 6, 7, 8]
+"""
+
+
+def stuck_campaign(tmp_path):
+    """Every run valid and expected valid (liveness not judged by the campaign file): own:hw
+    has three runs with a stuck consumer, own:kip101 none, and one run whose liveness is
+    unknown (left out of its row's liveness denominator)."""
+    from harness.campaign.runner import run_campaign
+
+    def run_one(planned, where):
+        run_dir = where / "run"
+        run_dir.mkdir(parents=True)
+        spec = planned.spec
+        (run_dir / "history.jsonl").write_text("")
+        (run_dir / "test.json").write_text(json.dumps({"system": "own", "truncation": spec.truncation}))
+        stuck = spec.truncation == "hw" and spec.seed <= 3
+        verdict = "unknown" if (spec.truncation, spec.seed) == ("kip101", 8) else "failed" if stuck else "ok"
+        liveness = {"verdict": verdict, "findings": int(stuck), "kinds": {"stuck-consumer": int(stuck)}}
+        (run_dir / "results.json").write_text(json.dumps({"valid": True, "anomaly_counts": {}, "liveness": liveness}))
+        return {"verdict": "valid", "exit_code": 0, "anomaly_counts": {}, "liveness": liveness, "run_dir": str(run_dir)}
+    (tmp_path / "stuck.toml").write_text(STUCK_CAMPAIGN)
+    campaign = load_campaign(tmp_path / "stuck.toml")
+    directory = campaign_dir(tmp_path / "results", campaign, resume=False)
+    run_campaign(campaign, directory, run_one, out=io.StringIO())
+    return directory
+
+
+class ConfigurationRows(HTMLParser):
+    """report.html's #configurations table: its header cells, and per row its class and cells' text."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inside, self.cell, self.header, self.rows = False, None, [], []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "table":
+            self.inside = attrs.get("id") == "configurations"
+        elif self.inside and tag == "tr" and "config" in (attrs.get("class") or "").split():
+            self.rows.append({"class": attrs["class"].split(), "cells": [], "bars": 0})
+        elif self.inside and tag in ("td", "th"):
+            self.cell = ""
+        elif self.inside and tag == "span" and attrs.get("class") == "bar" and self.rows:
+            self.rows[-1]["bars"] += 1
+
+    def handle_endtag(self, tag):
+        if tag == "table":
+            self.inside = False
+        elif self.inside and tag in ("td", "th") and self.cell is not None:
+            (self.rows[-1]["cells"] if tag == "td" else self.header).append(self.cell.strip())
+            self.cell = None
+
+    def handle_data(self, data):
+        if self.cell is not None:
+            self.cell += data
+
+
+def test_stuck_consumers_behind_valid_verdicts_show_as_a_liveness_failure_rate(tmp_path):
+    directory = stuck_campaign(tmp_path)
+    done = fencepost(tmp_path, "summarize", str(directory), "--format", "text")
+    assert done.returncode == 0, done.stderr  # as expected: the campaign judged no liveness
+    hw, kip101 = (line for line in done.stdout.splitlines() if line.startswith("own:"))
+    assert "liveness failed [95% CI]" in done.stdout.splitlines()[1]
+    low, high = wilson_interval(3, 8)
+    assert f"3/8 0.38 [{low:.2f}, {high:.2f}] (stuck-consumer 3)" in hw
+    assert "0/7 0.00 [0.00, 0.35] p=0.2000" in kip101  # 3 of 8 against 0 of 7: 91/455
+    assert "liveness failed: own:hw none: 3 of 8 runs (stuck-consumer 3), all with a verdict of valid" in done.stdout
+
+    document = json.loads((directory / "summary.json").read_text())
+    first, second = document["configurations"]
+    assert (first["liveness_failed"], first["liveness_judged"], first["liveness_rate"]) == (3, 8, 3 / 8)
+    assert (first["liveness_ci_low"], first["liveness_ci_high"]) == pytest.approx((low, high))
+    assert (second["liveness_judged"], second["liveness_p_value"]) == (7, pytest.approx(91 / 455))
+
+    table = list(csv.DictReader(io.StringIO((directory / "summary.csv").read_text())))
+    assert tuple(table[0]) == CSV_COLUMNS and CSV_COLUMNS[-6:] == (
+        "liveness_judged", "liveness_failed", "liveness_rate", "liveness_ci_low", "liveness_ci_high",
+        "liveness_p_value")
+    by = {line["truncation"]: line for line in table}
+    assert (by["hw"]["liveness_failed"], by["hw"]["liveness_rate"], by["hw"]["liveness_p_value"]) == ("3", "0.3750", "")
+    assert (by["kip101"]["liveness_judged"], by["kip101"]["liveness_ci_high"]) == ("7", "0.3543")
+    assert float(by["kip101"]["liveness_p_value"]) == pytest.approx(0.2)
+
+    page = (directory / "report.html").read_text()
+    parsed = ConfigurationRows()
+    parsed.feed(page)
+    column = parsed.header.index("liveness failed [95% CI]")
+    flagged, clean = parsed.rows
+    assert "liveness-failed" in flagged["class"] and "liveness-failed" not in clean["class"]
+    assert flagged["cells"][column].startswith(f"3/8 0.38 [{low:.2f}, {high:.2f}]")
+    assert "stuck-consumer 3" in flagged["cells"][column] and "p=0.2000" in clean["cells"][column]
+    assert flagged["bars"] == clean["bars"] == 2  # the invalid rate's and the liveness rate's
+    assert "tr.liveness-failed td" in page  # styled as a surprise is
+    assert 'data-green="true"' in page and 'id="liveness-failed"' in page
