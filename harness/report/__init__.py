@@ -4,7 +4,8 @@ traced value or offset under RUN_DIR/trace/, and RUN_DIR/plots/*.png, every page
 self-contained. docs/REPORT.md says what they show.
 
 Modules: build (write_report), inputs (test.json, results.json, files to link, what
-to trace), scan (one pass over history.jsonl, feeding observers), bands (nemesis ops
+to trace), clients (the client logs under clients/, and why each was written),
+client_links (their links on the report page), scan (one pass over history.jsonl, feeding observers), bands (nemesis ops
 -> fault bands), colours (shared by plots and pages), figures (matplotlib setup and
 shading), plots (latency, rate, unseen, realtime lag), lag (the realtime lag),
 timeline (ops per process, PNG), history_data (the history embedded in the pages),
