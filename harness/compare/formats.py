@@ -153,7 +153,7 @@ def liveness_kinds(row: Row) -> str:
 
 
 def liveness_cell(row: Row) -> str:
-    """`2/40 0.05 [0.01, 0.17] p=0.3085 (unavailable 2, no-recovery 1)`: `liveness_rate_text`,
+    """`2/40 0.05 [0.01, 0.17] p=0.4937 (unavailable 2, no-recovery 1)`: `liveness_rate_text`,
     then the runs per finding; `-` when no run has a liveness verdict."""
     if not row.liveness_judged:
         return "-"
