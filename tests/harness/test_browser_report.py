@@ -346,7 +346,7 @@ def test_a_stuck_consumer_s_client_log_is_one_click_from_the_report(tmp_path):
     written; following it, served by `fencepost serve`, shows the log's text, and so does its
     stacks link."""
     from harness.report import write_report
-    from tests.harness.test_report_clients import STUCK, STUCK_WHY, logged, stuck_run
+    from tests.support.liveness_support import STUCK, STUCK_WHY, logged, stuck_run
 
     results = tmp_path / "results"
     run_dir = logged(stuck_run(results / "stuck" / "20261127T100000-abc123"))

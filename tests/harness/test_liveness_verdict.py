@@ -6,61 +6,11 @@ judged; a consumer left behind after the heal is `stuck-consumer`, one that caug
 a clean history has no finding; and none of it changes the safety verdict."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import orjson
 
 from harness.check.checking import check_run
 from harness.check.liveness import Thresholds, liveness
-
-S = 1_000_000_000
-
-
-class History:
-    """Lines of a history.jsonl, written in time order."""
-
-    def __init__(self) -> None:
-        self.lines: list[dict] = []
-
-    def add(self, t: float, process, type_: str, f: str, value=None) -> None:
-        self.lines.append({"index": len(self.lines), "time": int(t * S), "process": process, "type": type_,
-                           "f": f, "value": value})
-
-    def send(self, t: float, process: int, partition: int, value: str, offset: int | None, took: float = 0.01) -> None:
-        v = {"topic": "fp", "partition": partition, "value": value}
-        self.add(t, process, "invoke", "send", v)
-        if offset is None:
-            self.add(t + took, process, "info", "send", v)
-        else:
-            self.add(t + took, process, "ok", "send", {**v, "offset": offset, "leader_epoch": None})
-
-    def nemesis(self, t: float, f: str, value, took: float = 0.1) -> None:
-        self.add(t, "nemesis", "invoke", f, value)
-        self.add(t + took, "nemesis", "info", f, value)
-
-    def write(self, run_dir: Path) -> Path:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        self.lines.sort(key=lambda line: line["time"])
-        for i, line in enumerate(self.lines):
-            line["index"] = i
-        (run_dir / "history.jsonl").write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in self.lines))
-        return run_dir
-
-
-def steady(h: History, start: float, end: float, partitions=(0,), every: float = 0.5, gap=None) -> None:
-    """Acked sends to each partition every `every` s from start to end, none inside `gap`
-    (partition, from, to): the sends there end `info` (a process of its own each)."""
-    offsets = dict.fromkeys(partitions, 0)
-    t, n = start, 0
-    while t < end:
-        for p in partitions:
-            if gap is not None and p == gap[0] and gap[1] <= t < gap[2]:
-                h.send(t, n, p, f"{n}-0", None, took=min(9.0, gap[2] - t))
-            else:
-                h.send(t, n, p, f"{n}-0", offsets[p])
-                offsets[p] += 1
-            n += 1
-        t += every
+from tests.support.liveness_support import History, poll, steady
 
 
 def test_a_clean_history_has_no_liveness_finding(tmp_path):
@@ -112,12 +62,6 @@ def test_a_run_recorded_before_the_recovery_phase_is_not_judged_on_it(tmp_path):
     h.nemesis(40, "heal", None)
     section = liveness(h.write(tmp_path / "run"), {})
     assert section["recovery"]["partitions"] == {} and section["verdict"] == "ok"
-
-
-def poll(h: History, t: float, process: int, records: list[tuple[int, int, str]]) -> None:
-    h.add(t, process, "invoke", "poll", None)
-    h.add(t + 0.001, process, "ok", "poll", {"records": [
-        {"topic": "fp", "partition": p, "offset": o, "value": v, "leader_epoch": 0} for p, o, v in records]})
 
 
 def test_a_consumer_left_behind_after_the_heal_is_stuck_one_that_caught_up_is_not(tmp_path):

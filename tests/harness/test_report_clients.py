@@ -19,59 +19,13 @@ from html import unescape
 from pathlib import Path
 from urllib.parse import unquote
 
-import orjson
 import pytest
 
 from harness.check.checking import check_run
-from tests.harness.test_liveness_verdict import History, poll, steady
 from tests.support.cli import fencepost
+from tests.support.liveness_support import (CRASHED, HEADER, STUCK, STUCK_WHY, UNLOGGED, History, logged, plant_log,
+                                              steady, stuck_run)
 from tests.support.paths import ROOT
-
-STUCK, UNLOGGED, CRASHED = 100000, 100001, 100002
-STUCK_WHY = "stuck: fp-0 (read to 0, acknowledged to 97, no record for 45 s)"
-HEADER = "=== 2026-11-27T10:00:50.123Z client {p} flushed: {why}; 3 lines held, 0 earlier lines dropped by the ring ===\n"
-
-
-def stuck_run(run_dir: Path, debug: str | None = "broker,fetch") -> Path:
-    """A checked run in which consumers STUCK and UNLOGGED are left behind after the heal (two
-    stuck-consumer findings) and CRASHED caught up; test.json records `clients.debug = debug`."""
-    h = History()
-    steady(h, 1, 50, partitions=(0,))
-    for process in (STUCK, UNLOGGED, CRASHED):
-        h.add(0.5, process, "invoke", "assign", {"partitions": [["fp", 0]], "from": "beginning"})
-        h.add(0.6, process, "ok", "assign", {"partitions": [["fp", 0]], "from": "beginning"})
-        poll(h, 5, process, [(0, 0, "0-0")])
-    h.nemesis(45, "heal", None, took=0.2)
-    poll(h, 50, STUCK, [])
-    poll(h, 50, UNLOGGED, [])
-    poll(h, 50, CRASHED, [(0, o, f"{o}-0") for o in range(1, 98)])
-    h.write(run_dir)
-    if debug is not None:
-        (run_dir / "test.json").write_bytes(orjson.dumps({"name": "stuck", "clients": {"debug": debug}}))
-    check_run(run_dir, write=True, out=io.StringIO())
-    stuck = orjson.loads((run_dir / "results.json").read_bytes())["liveness"]["stuck_consumers"]
-    assert [c["process"] for c in stuck] == [STUCK, UNLOGGED]
-    return run_dir
-
-
-def plant_log(run_dir: Path, name: str, text: str | bytes) -> Path:
-    path = run_dir / "clients" / name
-    path.parent.mkdir(exist_ok=True)
-    path.write_bytes(text.encode() if isinstance(text, str) else text)
-    return path
-
-
-def logged(run_dir: Path) -> Path:
-    """STUCK's log (first flushed when stuck, then the notes of its two stacks dumps) and stacks
-    1 and 2; CRASHED's log (a failed poll) without stacks."""
-    plant_log(run_dir, f"{STUCK}.log", HEADER.format(p=STUCK, why=STUCK_WHY)
-              + "2026-11-27T10:00:49.001Z DEBUG FETCH [thrd:n1]: fetch backoff\n"
-              + f"=== 2026-11-27T10:00:52.000Z client {STUCK}: native stacks of every thread written to "
-                f"{STUCK}.stacks.1.txt ===\n")
-    for n in (1, 2):
-        plant_log(run_dir, f"{STUCK}.stacks.{n}.txt", f'Thread 1 (Thread 0x7f "rdk:main") dump {n}\n')
-    plant_log(run_dir, f"{CRASHED}.log", HEADER.format(p=CRASHED, why="the consumer failed: KafkaError FATAL"))
-    return run_dir
 
 
 def render(run_dir: Path) -> str:
