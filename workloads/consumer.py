@@ -7,7 +7,8 @@ mode a `subscribe` op (`{"topics": [topic]}`, one consumer group for all the
 processes). Every later operation is a `poll`: invoke `null`, then `ok`
 `{"records": [...]}` with topic, partition, offset, value and leader_epoch of
 each record (at most `max_records`, what the consumer holds now: the poll does
-not wait), or `info` when the consumer failed under it.
+not wait), `info` when the consumer failed under it, or `fail` when the consumer
+was not polled because its commit has not returned (below).
 
 Positions never move silently: the consumers run with `auto.offset.reset =
 error`, so librdkafka reports every position it cannot continue from as an
@@ -33,8 +34,16 @@ returned records, at most every `commit_interval_s`, a `commit` op
 read since its last commit — `ok` when the coordinator took every one, `fail`
 when librdkafka had nothing to send, else `info` (a commit not answered within
 COMMIT_WAIT_S goes on in the background; the member commits again only once it
-ended). `mixed` mode (Jepsen's `--sub-p`): each time a process opens its
-consumer it subscribes with probability `subscribe_p`, else assigns.
+ended). confluent-kafka lets one call at a time into a consumer, so while that
+commit is inside librdkafka the workload makes no other call into the consumer:
+each poll is recorded `fail` at once (`not polled: its commit of N s ago has not
+returned; ...`) and still runs the stuck check below; a librdkafka that never
+answers (docs/FINDINGS.md finding 1) then leaves a stuck consumer, not a frozen
+run. (The rebalance callbacks run inside a poll; `_start_over` follows a poll
+made, before any new commit; a close waits COMMITTED_TIMEOUT_S for the commit,
+then abandons the consumer.) `mixed` mode (Jepsen's `--sub-p`): each time a
+process opens its consumer it subscribes with probability `subscribe_p`, else
+assigns.
 
 A consumer that raises (a fatal client error) is closed, recorded as a `crash`
 (`info`), and opened again by the process's next operation; `crash(process,
@@ -295,6 +304,11 @@ class ConsumerWorkload:
         consumer = client.consumer
         assert consumer is not None
         handle = self.recorder.invoke(client.process, "poll", None)
+        waiting = self._commit_in_flight(client)
+        if waiting is not None:
+            self.recorder.complete(handle, "fail", None, error=f"not polled: {waiting}")
+            self._watch(client, [], [], None, not_polled=waiting)
+            return "fail"
         records: list[dict[str, Any]] = []
         notes: list[str] = []
         lost: str | None = None
@@ -340,11 +354,21 @@ class ConsumerWorkload:
 
     # -- commits (group members) -----------------------------------------------------------
 
+    def _commit_in_flight(self, client: _Client) -> str | None:
+        """Why `client`'s consumer must not be called into now, or None. confluent-kafka lets one
+        call at a time into a consumer handle: while its commit (on the commit thread) is still
+        inside librdkafka, any other call (a poll, and the rebalance callbacks a poll runs) waits
+        for it, on the harness's main thread, for ever if librdkafka never answers."""
+        if client.committing is None or client.committing.is_set():
+            return None
+        return (f"its commit of {self._clock() - client.last_commit:.1f} s ago has not returned; confluent-kafka "
+                "lets one call into a consumer at a time, so a poll now would wait for it")
+
     def _maybe_commit(self, client: _Client) -> None:
         now = self._clock()
         if not client.read or now - client.last_commit < self.options.commit_interval_s:
             return
-        if client.committing is not None and not client.committing.is_set():
+        if self._commit_in_flight(client) is not None:
             return  # the last commit still runs in the background
         client.last_commit = now
         offsets = sorted(client.read.items())
@@ -396,7 +420,8 @@ class ConsumerWorkload:
             self.recorder.complete(handle, "ok", value)
 
     def _start_over(self, client: _Client, why: str) -> None:
-        """Assign the process's partitions again, every one from the beginning."""
+        """Assign the process's partitions again, every one from the beginning (only after a poll
+        made, so with no commit in flight: `_commit_in_flight`)."""
         consumer = client.consumer
         client.read = {}
         client.reached = {}
@@ -417,10 +442,14 @@ class ConsumerWorkload:
 
     # -- client logs -----------------------------------------------------------------------
 
-    def _watch(self, client: _Client, records: list[dict[str, Any]], notes: list[str], lost: str | None) -> None:
-        """Note the poll in the client's log; flush the log when the client became stuck."""
+    def _watch(self, client: _Client, records: list[dict[str, Any]], notes: list[str], lost: str | None,
+               not_polled: str | None = None) -> None:
+        """Note the poll in the client's log (`not_polled`: why the consumer was not polled);
+        flush the log when the client became stuck."""
         if client.log is not None:
-            if records:
+            if not_polled is not None:
+                client.log.note(f"poll: not polled: {not_polled}")
+            elif records:
                 top: dict[int, int] = {}
                 for r in records:
                     top[r["partition"]] = max(top.get(r["partition"], -1), r["offset"])
