@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 
 import orjson
 import pytest
@@ -55,13 +56,20 @@ def served(tmp_path_factory):
             break
     (run_dir / "history.jsonl").write_bytes(b"\n".join(lines) + b"\n")
     write_report(run_dir)
+    with serving(results) as address:
+        yield address, run_dir, tmp
+
+
+@contextmanager
+def serving(results):
+    """`fencepost serve` of `results` on a free port: yields its address."""
     server = subprocess.Popen([sys.executable, "-c", FENCEPOST, "serve", "--port", "0",
                                "--results", str(results)], cwd=ROOT, stdout=subprocess.PIPE,
                               stderr=subprocess.DEVNULL, text=True)
     try:
         match = re.search(r"at (http://127\.0\.0\.1:\d+/)", server.stdout.readline())
         assert match, "fencepost serve did not print its address"
-        yield match.group(1), run_dir, tmp
+        yield match.group(1)
     finally:
         os.kill(server.pid, signal.SIGTERM)
         server.wait(timeout=30)
@@ -351,13 +359,8 @@ def test_a_stuck_consumer_s_client_log_is_one_click_from_the_report(tmp_path):
     results = tmp_path / "results"
     run_dir = logged(stuck_run(results / "stuck" / "20261127T100000-abc123"))
     write_report(run_dir)
-    server = subprocess.Popen([sys.executable, "-c", FENCEPOST, "serve", "--port", "0",
-                               "--results", str(results)], cwd=ROOT, stdout=subprocess.PIPE,
-                              stderr=subprocess.DEVNULL, text=True)
-    try:
-        match = re.search(r"at (http://127\.0\.0\.1:\d+/)", server.stdout.readline())
-        assert match, "fencepost serve did not print its address"
-        report = f"{match.group(1)}stuck/{run_dir.name}/report.html"
+    with serving(results) as address:
+        report = f"{address}stuck/{run_dir.name}/report.html"
         finding = "#liveness-findings a.client-log"
         with Browser(tmp_path / "profile") as browser:
             browser.open(report, ready="document.body.dataset.imagesChecked === 'yes'")
@@ -379,7 +382,3 @@ def test_a_stuck_consumer_s_client_log_is_one_click_from_the_report(tmp_path):
             browser.wait(f"location.href.endsWith('/clients/{STUCK}.stacks.1.txt') && document.readyState === 'complete'")
             assert browser.js("document.body.innerText").strip() == \
                 (run_dir / "clients" / f"{STUCK}.stacks.1.txt").read_text().strip()
-    finally:
-        os.kill(server.pid, signal.SIGTERM)
-        server.wait(timeout=30)
-        server.stdout.close()
