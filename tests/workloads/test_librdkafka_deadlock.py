@@ -24,7 +24,8 @@ def reproducer():
 
 
 def options(**given) -> argparse.Namespace:
-    return argparse.Namespace(**{"partitions": 1, "patience": 10.0, "force": False, "log": "yes", **given})
+    return argparse.Namespace(**{"partitions": 1, "patience": 10.0, "force": False, "log": "yes", "subscribe": False,
+                                 **given})
 
 
 @pytest.mark.slow
