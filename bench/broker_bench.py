@@ -1,6 +1,6 @@
 """Benchmark of the own broker with a real client: produce and fetch throughput, produce latency at a fixed rate.
 
-One broker node (`python -m broker serve`, flush os), one partition, 100-byte
+One broker node (`python -m fencepost.broker serve`, flush os), one partition, 100-byte
 values; a confluent-kafka producer with acks=1 and librdkafka's batching
 defaults sends as fast as it can, then a consumer reads everything back; then a
 producer sends at a fixed 5,000 msgs/s and the latency of each message

@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def run_campaign(campaign: Path, parallel: int, results: Path, subnet: str | None) -> dict:
-    command = [sys.executable, "-m", "harness.cli", "campaign", str(campaign), "--results", str(results),
+    command = [sys.executable, "-m", "fencepost.harness.cli", "campaign", str(campaign), "--results", str(results),
                "--parallel", str(parallel), "--format", "json"]
     if subnet:
         command += ["--subnet", subnet]

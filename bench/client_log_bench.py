@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition  # noqa: E402
 
-from workloads.client_log import ClientLog  # noqa: E402
+from fencepost.workloads.client_log import ClientLog  # noqa: E402
 
 
 class Counting:

@@ -51,8 +51,8 @@ sys.path.insert(0, str(ROOT))
 
 import orjson  # noqa: E402
 
-from clusters.hosts.netns import network  # noqa: E402
-from clusters.hosts.local_process import marked_processes  # noqa: E402
+from fencepost.clusters.hosts.netns import network  # noqa: E402
+from fencepost.clusters.hosts.local_process import marked_processes  # noqa: E402
 
 SUBNET = "10.79.{}.0/24"  # this bench's own range; campaigns use 10.77.0.0/16
 PR_SET_CHILD_SUBREAPER = 36
@@ -119,7 +119,7 @@ def measure(runs: int = 20, seed: int = 1, workdir: Path | None = None, time_lim
 def _run_and_kill(run: CrashRun, workdir: Path, time_limit: float, seed: int, keep: frozenset[int]) -> None:
     here = workdir / f"run{run.index}"
     here.mkdir(parents=True, exist_ok=True)
-    argv = [sys.executable, "-m", "harness.cli", "run", "--name", f"crash{run.index}",
+    argv = [sys.executable, "-m", "fencepost.harness.cli", "run", "--name", f"crash{run.index}",
             "--results", str(here / "results"), "--time-limit", f"{time_limit:g}",
             "--nemesis", "kill,pause,partition", "--nemesis-interval", "2", "--backend", "netns",
             "--backend-option", f"subnet={run.subnet}", "--rate", "50", "--concurrency", "2",
@@ -152,7 +152,7 @@ def _run_and_kill(run: CrashRun, workdir: Path, time_limit: float, seed: int, ke
 def _check(run: CrashRun) -> None:
     if run.history_lines is None:
         return
-    done = subprocess.run([sys.executable, "-m", "harness.cli", "check", str(run.run_dir), "--jobs", "1"],
+    done = subprocess.run([sys.executable, "-m", "fencepost.harness.cli", "check", str(run.run_dir), "--jobs", "1"],
                           capture_output=True, text=True, cwd=ROOT, timeout=600)
     run.check_exit = done.returncode
     if done.returncode not in (0, 1, 2) or "Traceback" in done.stderr + done.stdout:
@@ -170,7 +170,7 @@ def _cleanup(run: CrashRun, exclusive: bool, keep: frozenset[int]) -> None:
     if cluster is None and not exclusive:
         run.leftovers = _leftovers(None, keep)  # no run directory: no cluster can have been made
     else:
-        argv = [sys.executable, "-m", "harness.cli", "cleanup"] + ([] if exclusive else ["--cluster", cluster])
+        argv = [sys.executable, "-m", "fencepost.harness.cli", "cleanup"] + ([] if exclusive else ["--cluster", cluster])
         done = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, timeout=300)
         run.cleanup_exit = done.returncode
         run.removed = sum(line.startswith("removed ") for line in done.stdout.splitlines())

@@ -26,10 +26,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 
-from clusters.cluster import Cluster, ClusterSpec  # noqa: E402
-from clusters.errors import ClusterConfigError, HostError  # noqa: E402
-from clusters.systems.base import TopicSpec  # noqa: E402
-from clusters.systems.kafka import dist  # noqa: E402
+from fencepost.clusters.cluster import Cluster, ClusterSpec  # noqa: E402
+from fencepost.clusters.errors import ClusterConfigError, HostError  # noqa: E402
+from fencepost.clusters.systems.base import TopicSpec  # noqa: E402
+from fencepost.clusters.systems.kafka import dist  # noqa: E402
 
 RELEASES = (
     "0.10.2.0 0.10.2.1 0.10.2.2 0.11.0.0 0.11.0.1 0.11.0.2 0.11.0.3 1.0.0 1.0.1 1.0.2 1.1.0 1.1.1 2.0.0 2.0.1 "

@@ -36,11 +36,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from clusters.systems.own import OwnOptions  # noqa: E402
-from nemesis.grudges import grudge_for  # noqa: E402
-from nemesis.schedule import RandomSchedule  # noqa: E402
-from nemesis.spec import parse_faults  # noqa: E402
-from nemesis.targets import pick_nodes  # noqa: E402
+from fencepost.clusters.systems.own import OwnOptions  # noqa: E402
+from fencepost.nemesis.grudges import grudge_for  # noqa: E402
+from fencepost.nemesis.schedule import RandomSchedule  # noqa: E402
+from fencepost.nemesis.spec import parse_faults  # noqa: E402
+from fencepost.nemesis.targets import pick_nodes  # noqa: E402
 
 BROKERS = ("n1", "n2", "n3")
 CONTROLLER = "controller"

@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from clusters.lazyfs import LazyMount, LazyOptions, cleanup  # noqa: E402
+from fencepost.clusters.lazyfs import LazyMount, LazyOptions, cleanup  # noqa: E402
 
 CLUSTER = "bench-lazyfs"
 BLOCK = 4096

@@ -257,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.trial:
         return trial(args.partitions, args.patience, args.log, args.marker, args.subscribe)
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from harness.compare.stats import fisher_exact, wilson_interval
+    from fencepost.harness.compare.stats import fisher_exact, wilson_interval
 
     counts: dict[str, tuple[int, int]] = {}
     for version in args.versions.split(","):

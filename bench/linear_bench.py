@@ -19,11 +19,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from checkers.linear.kafka import partition_ops  # noqa: E402
-from checkers.linear.logmodel import LogModel  # noqa: E402
-from checkers.linear.minimize import minimize  # noqa: E402
-from checkers.linear.search import check  # noqa: E402
-from checkers.partition import CheckOptions, PartitionHistory, Poll, Send  # noqa: E402
+from fencepost.checkers.linear.kafka import partition_ops  # noqa: E402
+from fencepost.checkers.linear.logmodel import LogModel  # noqa: E402
+from fencepost.checkers.linear.minimize import minimize  # noqa: E402
+from fencepost.checkers.linear.search import check  # noqa: E402
+from fencepost.checkers.partition import CheckOptions, PartitionHistory, Poll, Send  # noqa: E402
 
 
 def generate(n_ops: int, seed: int, processes: int = 20, consumers: int = 6,

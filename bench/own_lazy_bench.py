@@ -5,7 +5,7 @@ appends written, the lazy filesystem holds them until the fsync), and the same b
 plain disk (`--flush os`, the baseline). The harness's `flush = "lazy"` uses the second
 (clusters/systems/own.py); this bench is what that choice costs.
 
-One broker node (`python -m broker serve`), one partition, 100-byte values; per measurement a
+One broker node (`python -m fencepost.broker serve`), one partition, 100-byte values; per measurement a
 fresh broker and data directory; a confluent-kafka producer with acks=1 sends --messages as
 fast as it can. Rounds alternate the order of the variants; the table shows the medians.
 
@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.broker_bench import ACKS_1, create_topic  # noqa: E402
 from bench.producer_load import produce_throughput  # noqa: E402
-from clusters.lazyfs import LazyMount  # noqa: E402
+from fencepost.clusters.lazyfs import LazyMount  # noqa: E402
 from tests.support.broker_support import start_broker  # noqa: E402
 
 VARIANTS = ("plain disk, --flush os", "in-process buffer, --flush lazy", "lazy filesystem, --flush os")

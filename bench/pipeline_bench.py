@@ -38,7 +38,7 @@ SINGLE = """
 import json, sys, time
 from pathlib import Path
 sys.path.insert(0, {root!r})
-from harness.check.checking import check_run
+from fencepost.harness.check.checking import check_run
 runs = [Path(p) for p in json.loads(sys.argv[1])]
 started = time.perf_counter()
 ops = invalid = 0
@@ -132,7 +132,7 @@ def single_process(shares: list[list[Path]]) -> dict:
 def analyze(campaign: Path, master: str | None) -> dict:
     out = campaign / "analysis"
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "harness.cli", "analyze", str(campaign / "runs"), "--out", str(out),
+    done = subprocess.run([sys.executable, "-m", "fencepost.harness.cli", "analyze", str(campaign / "runs"), "--out", str(out),
                            *(["--master", master] if master else [])], cwd=ROOT, capture_output=True, text=True)
     seconds = time.perf_counter() - started
     if done.returncode != 0:

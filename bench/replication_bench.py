@@ -46,7 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from confluent_kafka import Producer  # noqa: E402
 
 from bench.producer_load import VALUE_BYTES, latency_at_rate, percentile, produce_throughput  # noqa: E402
-from clusters.modes import TRUNCATION_MODES  # noqa: E402
+from fencepost.clusters.modes import TRUNCATION_MODES  # noqa: E402
 from tests.support.local_cluster import LocalCluster  # noqa: E402
 
 TOPIC_CONFIGS = {"min.insync.replicas": "2"}

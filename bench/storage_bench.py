@@ -14,10 +14,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from broker.dumplog import dump  # noqa: E402
-from broker.storage.batch import RecordBatch  # noqa: E402
-from broker.storage.log import PartitionLog  # noqa: E402
-from broker.storage.manager import LogManager  # noqa: E402
+from fencepost.broker.dumplog import dump  # noqa: E402
+from fencepost.broker.storage.batch import RecordBatch  # noqa: E402
+from fencepost.broker.storage.log import PartitionLog  # noqa: E402
+from fencepost.broker.storage.manager import LogManager  # noqa: E402
 from tests.support.broker_storage_builder import batch  # noqa: E402
 
 RECORDS_PER_BATCH = 10

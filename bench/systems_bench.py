@@ -71,10 +71,10 @@ sys.path.insert(0, str(ROOT))
 
 from confluent_kafka import Producer  # noqa: E402
 
-from clusters.cluster import Cluster, ClusterSpec  # noqa: E402
-from clusters.hosts import BACKENDS, default_backend  # noqa: E402
-from clusters.hosts.netns import network as netns_network  # noqa: E402
-from clusters.systems.base import TopicSpec  # noqa: E402
+from fencepost.clusters.cluster import Cluster, ClusterSpec  # noqa: E402
+from fencepost.clusters.hosts import BACKENDS, default_backend  # noqa: E402
+from fencepost.clusters.hosts.netns import network as netns_network  # noqa: E402
+from fencepost.clusters.systems.base import TopicSpec  # noqa: E402
 
 OWN = "own"
 TOPIC = "bench"

@@ -44,11 +44,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from confluent_kafka import Producer  # noqa: E402
 
-from clusters.cluster import Cluster, ClusterSpec  # noqa: E402
-from clusters.systems.base import TopicSpec  # noqa: E402
-from harness.rundir.history import HistoryWriter, Recorder  # noqa: E402
-from harness.run.scheduler import Lane, Scheduler, plan_processes  # noqa: E402
-from workloads.producer import ProducerOptions, ProducerWorkload  # noqa: E402
+from fencepost.clusters.cluster import Cluster, ClusterSpec  # noqa: E402
+from fencepost.clusters.systems.base import TopicSpec  # noqa: E402
+from fencepost.harness.rundir.history import HistoryWriter, Recorder  # noqa: E402
+from fencepost.harness.run.scheduler import Lane, Scheduler, plan_processes  # noqa: E402
+from fencepost.workloads.producer import ProducerOptions, ProducerWorkload  # noqa: E402
 
 TOPIC = "fp"
 CLOSE_TIMEOUT_S = 60.0

@@ -1,16 +1,16 @@
-"""`python -m broker serve ...` runs a broker node; `python -m broker controller ...` the controller;
-`python -m broker dump-log ...` prints a data directory's logs."""
+"""`python -m fencepost.broker serve ...` runs a broker node; `python -m fencepost.broker controller ...` the controller;
+`python -m fencepost.broker dump-log ...` prints a data directory's logs."""
 from __future__ import annotations
 
 import asyncio
 import sys
 
-USAGE = """usage: python -m broker <command> [options]
+USAGE = """usage: python -m fencepost.broker <command> [options]
 
 commands:
-  serve      run one broker node (python -m broker serve --help)
-  controller run the controller of the brokers (python -m broker controller --help)
-  dump-log   print the record batches of a data directory (python -m broker dump-log --help)
+  serve      run one broker node (python -m fencepost.broker serve --help)
+  controller run the controller of the brokers (python -m fencepost.broker controller --help)
+  dump-log   print the record batches of a data directory (python -m fencepost.broker dump-log --help)
 """
 
 
@@ -23,20 +23,20 @@ def main(argv: list[str] | None = None) -> int:
     if command == "serve":
         return serve(rest)
     if command == "controller":
-        from broker.controller.main import main as controller_main
+        from fencepost.broker.controller.main import main as controller_main
         return controller_main(rest)
     if command == "dump-log":
-        from broker.dumplog import main as dump_log_main
+        from fencepost.broker.dumplog import main as dump_log_main
         return dump_log_main(rest)
     print(f"unknown command {command!r}\n{USAGE}", end="", file=sys.stderr)
     return 2
 
 
 def serve(argv: list[str]) -> int:
-    from broker.common.config import ConfigError
-    from broker.common.logging_setup import configure_logging
-    from broker.server.config import parse_serve_args
-    from broker.server.kafka_server import run
+    from fencepost.broker.common.config import ConfigError
+    from fencepost.broker.common.logging_setup import configure_logging
+    from fencepost.broker.server.config import parse_serve_args
+    from fencepost.broker.server.kafka_server import run
 
     try:
         config = parse_serve_args(argv)

@@ -1,4 +1,4 @@
-"""`python -m broker dump-log`: print every record of every replica log in a data directory as
+"""`python -m fencepost.broker dump-log`: print every record of every replica log in a data directory as
 `final.jsonl` lines, then one `replica-state` line per partition.
 
 Owns the read-only reading of a data directory, ours or stock Kafka's (same
@@ -29,20 +29,20 @@ from typing import BinaryIO, TextIO
 
 import orjson
 
-from broker.storage.batch import ScanOutcome, scan_batches
-from broker.storage.checkpoints import (
+from fencepost.broker.storage.batch import ScanOutcome, scan_batches
+from fencepost.broker.storage.checkpoints import (
     LEADER_EPOCH_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
     CheckpointError,
     read_epoch_checkpoint,
     read_offset_checkpoint,
 )
-from broker.storage.compression import DecompressionError
-from broker.storage.epoch_cache import LeaderEpochFileCache
-from broker.storage.legacy import LegacyFormatError
-from broker.storage.manager import parse_partition_dir
-from broker.storage.records import RecordDecodeError
-from broker.storage.segment import parse_segment_name
+from fencepost.broker.storage.compression import DecompressionError
+from fencepost.broker.storage.epoch_cache import LeaderEpochFileCache
+from fencepost.broker.storage.legacy import LegacyFormatError
+from fencepost.broker.storage.manager import parse_partition_dir
+from fencepost.broker.storage.records import RecordDecodeError
+from fencepost.broker.storage.segment import parse_segment_name
 
 EXIT_OK = 0
 EXIT_UNREADABLE = 1
@@ -52,7 +52,7 @@ NODE_FILE = "node"
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m broker dump-log",
+        prog="python -m fencepost.broker dump-log",
         description="Print the records of every partition log in a broker data directory (ours or stock "
         "Kafka's) as final.jsonl lines: one 'replica' line per record, one 'replica-state' line per partition.",
     )

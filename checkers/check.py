@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any, Callable
 
-from checkers.anomaly import NONLINEARIZABLE, Anomaly
-from checkers.groups import check_groups
-from checkers.offsets import Observations, check_offsets, observe
-from checkers.partition import CheckOptions, PartitionHistory
-from checkers.polls import check_polls
-from checkers.replicas import replica_divergence
-from checkers.unseen import unseen
+from fencepost.checkers.anomaly import NONLINEARIZABLE, Anomaly
+from fencepost.checkers.groups import check_groups
+from fencepost.checkers.offsets import Observations, check_offsets, observe
+from fencepost.checkers.partition import CheckOptions, PartitionHistory
+from fencepost.checkers.polls import check_polls
+from fencepost.checkers.replicas import replica_divergence
+from fencepost.checkers.unseen import unseen
 
 
 @dataclass(slots=True)
@@ -178,7 +178,7 @@ def merge(topic: str, partition: int, findings: dict[str, Findings]) -> Partitio
 
 def _search(ph: PartitionHistory, options: CheckOptions, obs: Observations) -> Findings:
     # Imported here: the search is the costly, optional part of a check.
-    from checkers.linear.kafka import check_partition as linear_check
+    from fencepost.checkers.linear.kafka import check_partition as linear_check
 
     result = linear_check(ph, options, obs)
     found = Findings(linear=LinearResult(result.linearizable, result.explored, result.method,

@@ -28,9 +28,9 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from typing import Any
 
-from checkers.anomaly import COMMIT_REREAD, COMMIT_SKIP, Anomaly
-from checkers.offsets import op_refs
-from checkers.partition import Commit, PartitionHistory, Resume
+from fencepost.checkers.anomaly import COMMIT_REREAD, COMMIT_SKIP, Anomaly
+from fencepost.checkers.offsets import op_refs
+from fencepost.checkers.partition import Commit, PartitionHistory, Resume
 
 MAX_LISTED = 10  # offsets named in one anomaly (all are counted)
 

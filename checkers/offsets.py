@@ -18,11 +18,11 @@ from itertools import accumulate, chain, compress, count, repeat
 from operator import attrgetter, itemgetter, le
 from typing import Any, Literal
 
-from checkers.anomaly import (
+from fencepost.checkers.anomaly import (
     ABORTED_READ, DUPLICATE, FUTURE_READ, INCONSISTENT_OFFSETS, LOST_WRITE,
     NONMONOTONIC_SEND, PHANTOM_READ, TRUNCATED_READ, Anomaly,
 )
-from checkers.partition import PartitionHistory, Poll, Send
+from fencepost.checkers.partition import PartitionHistory, Poll, Send
 
 # Lists inside one anomaly's details (ops, observations) are cut at this length;
 # the full count is then given next to them.

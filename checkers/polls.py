@@ -14,11 +14,11 @@ from itertools import count
 from operator import eq, itemgetter
 from typing import Any
 
-from checkers.anomaly import (
+from fencepost.checkers.anomaly import (
     INT_NONMONOTONIC_POLL, INT_POLL_SKIP, NONMONOTONIC_POLL, POLL_SKIP, Anomaly,
 )
-from checkers.offsets import Observations, describe, observe, op_refs
-from checkers.partition import PartitionHistory, Poll
+from fencepost.checkers.offsets import Observations, describe, observe, op_refs
+from fencepost.checkers.partition import PartitionHistory, Poll
 
 _offset = itemgetter(0)
 

@@ -11,9 +11,9 @@ from bisect import bisect_left
 from operator import itemgetter
 from typing import Any
 
-from checkers.anomaly import REPLICA_DIVERGENCE, Anomaly
-from checkers.offsets import op_refs
-from checkers.partition import PartitionHistory, Send
+from fencepost.checkers.anomaly import REPLICA_DIVERGENCE, Anomaly
+from fencepost.checkers.offsets import op_refs
+from fencepost.checkers.partition import PartitionHistory, Send
 
 _offset = itemgetter(0)
 

@@ -14,9 +14,9 @@ from itertools import chain, compress, repeat
 from operator import attrgetter, itemgetter, not_
 from typing import TypeVar
 
-from checkers.anomaly import UNSEEN, Anomaly
-from checkers.offsets import Observations, first_poll_of_values, observe
-from checkers.partition import PartitionHistory, Poll, Send
+from fencepost.checkers.anomaly import UNSEEN, Anomaly
+from fencepost.checkers.offsets import Observations, first_poll_of_values, observe
+from fencepost.checkers.partition import PartitionHistory, Poll, Send
 
 MAX_POINTS = 1000
 

@@ -20,22 +20,22 @@ are the backends' and systems' own.
 """
 from __future__ import annotations
 
-from clusters.errors import ClusterConfigError, HostError, NotRejoining
-from clusters.hosts import (
+from fencepost.clusters.errors import ClusterConfigError, HostError, NotRejoining
+from fencepost.clusters.hosts import (
     BACKENDS, backend_option_names, check_backend_options, default_backend, default_subnet,
     kernel_shaping_unavailable, netns_unavailable, required_tools,
 )
-from clusters.modes import FLUSH_MODES, RELEASE_PROTOCOL, TRUNCATION_MODES, TRUNCATIONS
-from clusters.systems import check_system, check_system_options, default_truncation, is_kafka
+from fencepost.clusters.modes import FLUSH_MODES, RELEASE_PROTOCOL, TRUNCATION_MODES, TRUNCATIONS
+from fencepost.clusters.systems import check_system, check_system_options, default_truncation, is_kafka
 
 
 # Imported when first asked for (each pulls in machinery of its own), so that
 # `from clusters import is_kafka` stays cheap for the CLI: name -> its module.
-_LAZY = {"Cluster": "clusters.cluster", "ClusterSpec": "clusters.cluster",
-         "TopicSpec": "clusters.systems.base", "PartitionView": "clusters.systems.base",
-         "fatal_markers": "clusters.systems.markers", "java_version": "clusters.systems.kafka.dist",
-         "recorded_clusters": "clusters.store", "state_path": "clusters.store", "check_name": "clusters.store",
-         "cleanup_everything": "clusters.cleanup", "check_device": "clusters.lazyfs"}
+_LAZY = {"Cluster": "fencepost.clusters.cluster", "ClusterSpec": "fencepost.clusters.cluster",
+         "TopicSpec": "fencepost.clusters.systems.base", "PartitionView": "fencepost.clusters.systems.base",
+         "fatal_markers": "fencepost.clusters.systems.markers", "java_version": "fencepost.clusters.systems.kafka.dist",
+         "recorded_clusters": "fencepost.clusters.store", "state_path": "fencepost.clusters.store", "check_name": "fencepost.clusters.store",
+         "cleanup_everything": "fencepost.clusters.cleanup", "check_device": "fencepost.clusters.lazyfs"}
 
 
 def __getattr__(name: str):

@@ -13,10 +13,10 @@ from __future__ import annotations
 import signal
 from typing import Collection
 
-from clusters.errors import ClusterConfigError, HostError
-from clusters.hosts import backend_module
-from clusters.hosts.local_process import local_state, marked_processes, signal_local
-from clusters.lazyfs.cleanup import remove_strays as lazyfs_strays
+from fencepost.clusters.errors import ClusterConfigError, HostError
+from fencepost.clusters.hosts import backend_module
+from fencepost.clusters.hosts.local_process import local_state, marked_processes, signal_local
+from fencepost.clusters.lazyfs.cleanup import remove_strays as lazyfs_strays
 
 LOCAL_BACKENDS = ("netns", "docker", "process")
 

@@ -28,16 +28,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from clusters.disks import LazyDisks
-from clusters.node_disk import CutLoss
-from clusters.errors import ClusterConfigError, HostError, NotRejoining
-from clusters.lazyfs.build import daemon_binary
-from clusters.hosts import backend_module
-from clusters.hosts.base import Host, HostSet, ProcessHandle
-from clusters.store import check_name, load_state, save_state
-from clusters.systems import system_for
-from clusters.systems.base import PartitionView, ProcessSpec, System, TopicSpec
-from clusters.systems.markers import FatalMarker, fatal_markers
+from fencepost.clusters.disks import LazyDisks
+from fencepost.clusters.node_disk import CutLoss
+from fencepost.clusters.errors import ClusterConfigError, HostError, NotRejoining
+from fencepost.clusters.lazyfs.build import daemon_binary
+from fencepost.clusters.hosts import backend_module
+from fencepost.clusters.hosts.base import Host, HostSet, ProcessHandle
+from fencepost.clusters.store import check_name, load_state, save_state
+from fencepost.clusters.systems import system_for
+from fencepost.clusters.systems.base import PartitionView, ProcessSpec, System, TopicSpec
+from fencepost.clusters.systems.markers import FatalMarker, fatal_markers
 
 READY_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 20.0

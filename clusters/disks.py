@@ -33,10 +33,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from clusters.errors import ClusterConfigError, HostError
-from clusters.hosts.base import Host, HostSet
-from clusters.lazyfs import LazyMount, LazyOptions
-from clusters.node_disk import CutLoss, NodeDisk, backing_folder
+from fencepost.clusters.errors import ClusterConfigError, HostError
+from fencepost.clusters.hosts.base import Host, HostSet
+from fencepost.clusters.lazyfs import LazyMount, LazyOptions
+from fencepost.clusters.node_disk import CutLoss, NodeDisk, backing_folder
 
 LOCAL_BACKENDS = ("process", "netns")
 
@@ -174,7 +174,7 @@ class LazyDisks:
 def make_disk(host: Host, hosts: HostSet, folders: list[str], options: LazyOptions) -> NodeDisk:
     if hosts.backend in LOCAL_BACKENDS:
         return LocalDisk.make(host, hosts.cluster, folders, options)
-    from clusters.hosts.docker.disk import ContainerDisk
+    from fencepost.clusters.hosts.docker.disk import ContainerDisk
     return ContainerDisk.make(host, hosts.cluster, folders, options)
 
 
@@ -182,6 +182,6 @@ def attach_disk(hosts: HostSet, state: Mapping[str, Any]) -> NodeDisk:
     if state.get("kind") == "local":
         return LocalDisk(state["node"], [LazyMount.attach(m) for m in state["mounts"]])
     if state.get("kind") == "container":
-        from clusters.hosts.docker.disk import ContainerDisk
+        from fencepost.clusters.hosts.docker.disk import ContainerDisk
         return ContainerDisk.attach(hosts[state["node"]], state)
     raise ClusterConfigError(f"a lazy disk of kind {state.get('kind')!r} is not one this version knows")

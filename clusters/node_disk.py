@@ -9,8 +9,8 @@ from dataclasses import asdict, dataclass
 from pathlib import PurePosixPath
 from typing import Any, Callable, Mapping
 
-from clusters.hosts.base import Host
-from clusters.lazyfs import CutReport
+from fencepost.clusters.hosts.base import Host
+from fencepost.clusters.lazyfs import CutReport
 
 DURABLE = "durable"  # <workdir>/durable/...: the backing folders
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from clusters.errors import ClusterConfigError
+from fencepost.clusters.errors import ClusterConfigError
 
 STATE_FILE = "cluster.json"
 DEFAULT_ROOT = Path("results/clusters")

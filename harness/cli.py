@@ -12,9 +12,9 @@ import textwrap
 import traceback
 from typing import NoReturn, Sequence
 
-from harness.commands import command_modules, examples
-from harness.errors import EXIT_BAD_INPUT, EXIT_CRASH, BadInput, printable
-from harness.processes.pipes import outputs_that_may_close
+from fencepost.harness.commands import command_modules, examples
+from fencepost.harness.errors import EXIT_BAD_INPUT, EXIT_CRASH, BadInput, printable
+from fencepost.harness.processes.pipes import outputs_that_may_close
 
 
 EXAMPLES = (
@@ -40,7 +40,7 @@ class _Version(argparse.Action):
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
                  values: object, option_string: str | None = None) -> None:
-        from harness.provenance import history_reader, versions
+        from fencepost.harness.provenance import history_reader, versions
 
         found = versions()
         print(f"fencepost {found['fencepost']}\n"

@@ -46,7 +46,7 @@ def _root() -> list[Finding]:
 
 
 def _netns() -> list[Finding]:
-    from clusters import netns_unavailable, required_tools
+    from fencepost.clusters import netns_unavailable, required_tools
 
     found = []
     for tool, package in required_tools("netns").items():
@@ -64,7 +64,7 @@ def _netns() -> list[Finding]:
 def _netem() -> list[Finding]:
     """The kernel's netem qdisc, probed as a run naming the netem fault probes it (only as root,
     where the netns backend runs)."""
-    from clusters import kernel_shaping_unavailable
+    from fencepost.clusters import kernel_shaping_unavailable
 
     if os.geteuid() != 0:
         return []
@@ -102,11 +102,11 @@ def _docker() -> list[Finding]:
 
 def _fuse() -> list[Finding]:
     try:  # the lazy filesystem's own rule (clusters/lazyfs), where this fencepost has it
-        from clusters import check_device
+        from fencepost.clusters import check_device
     except ImportError:
         check_device = None
     if check_device is not None:
-        from clusters import ClusterConfigError
+        from fencepost.clusters import ClusterConfigError
 
         try:
             check_device()
@@ -125,7 +125,7 @@ def _fuse() -> list[Finding]:
 
 
 def _java_and_maven() -> list[Finding]:
-    from harness.provenance import java_version
+    from fencepost.harness.provenance import java_version
 
     java = shutil.which("java")
     version = java_version(java) if java else None
@@ -150,9 +150,9 @@ def _chromium() -> list[Finding]:
 def _c_reader() -> list[Finding]:
     from importlib.util import find_spec
 
-    from harness.provenance import history_reader
+    from fencepost.harness.provenance import history_reader
 
-    built = find_spec("harness._native") is not None
+    built = find_spec("fencepost.harness._native") is not None
     return [Finding("C reader", built, history_reader(),
                     "fencepost check reading history.jsonl and final.jsonl about twice as fast", "" if built else "install a C compiler (apt-get install gcc), then "
                                                "pip install -e . again")]

@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from harness.errors import Problems
-from harness.rundir.atomic import atomic_file
-from harness.rundir.history import NEMESIS, Op, iter_history
-from harness.rundir.names import HISTORY_FILE
+from fencepost.harness.errors import Problems
+from fencepost.harness.rundir.atomic import atomic_file
+from fencepost.harness.rundir.history import NEMESIS, Op, iter_history
+from fencepost.harness.rundir.names import HISTORY_FILE
 
 EDN_FILE = "history.edn"
 

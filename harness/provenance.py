@@ -10,7 +10,7 @@ import platform
 from importlib import metadata
 from typing import Any
 
-from clusters import java_version
+from fencepost.clusters import java_version
 
 
 def fencepost_version() -> str:
@@ -48,7 +48,7 @@ def python_reader_notice() -> str | None:
 
 
 def _c_reader_built() -> bool:
-    from harness.check import native_load  # imports the C reader, if it was built
+    from fencepost.harness.check import native_load  # imports the C reader, if it was built
 
     return native_load.available()
 

@@ -118,9 +118,9 @@ def _test_folder(request: pytest.FixtureRequest) -> str:
 
 
 def _start(settings: dict[str, Any], name: str, directory: Path, default_backend: str | None) -> Any:
-    from clusters import Cluster, ClusterSpec
-    from clusters import default_backend as chosen_backend
-    from clusters import TopicSpec
+    from fencepost.clusters import Cluster, ClusterSpec
+    from fencepost.clusters import default_backend as chosen_backend
+    from fencepost.clusters import TopicSpec
 
     backend = settings.get("backend") or default_backend or chosen_backend()
     spec = ClusterSpec(name, settings.get("system", "own"), int(settings.get("nodes", 3)), backend,
@@ -186,10 +186,10 @@ def fencepost_clusters(request: pytest.FixtureRequest,
 
 @pytest.fixture
 def fencepost_run(request: pytest.FixtureRequest, tmp_path: Path, record_property: Callable[[str, object], None]):
-    from harness.run.progress import Progress
-    from harness.run.runner import run_test
-    from harness.run.spec import build_spec
-    from harness.rundir.record import verdict_word
+    from fencepost.harness.run.progress import Progress
+    from fencepost.harness.run.runner import run_test
+    from fencepost.harness.run.spec import build_spec
+    from fencepost.harness.rundir.record import verdict_word
 
     results = _results_option(request.config)
     folder = (results / _test_folder(request)) if results else tmp_path / "results"
@@ -209,7 +209,7 @@ def fencepost_run(request: pytest.FixtureRequest, tmp_path: Path, record_propert
         if outcome.report is not None:
             record_property("fencepost_report", str(outcome.report))
         if results is not None:
-            from harness.index.page import refresh_index
+            from fencepost.harness.index.page import refresh_index
             refresh_index(results)
         return result
     return run

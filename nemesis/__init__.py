@@ -20,13 +20,13 @@ context (cluster, recorder, RNG, waits), faults (partition, pause, kill,
 power-cut), scenarios (leader-bounce, zombie), catalog (spec -> fault, checks),
 schedule, runner, guard, recording.
 """
-from nemesis.catalog import check_fault, new_fault
-from nemesis.guard import HealGuard, SignalReceived
-from nemesis.recording import MemoryRecorder, NemesisRecorder
-from nemesis.runner import Nemesis, RunSummary, heal_cluster, start_fault
-from nemesis.schedule import (FixedSchedule, RandomSchedule, Schedule, ScriptedSchedule, Step,
+from fencepost.nemesis.catalog import check_fault, new_fault
+from fencepost.nemesis.guard import HealGuard, SignalReceived
+from fencepost.nemesis.recording import MemoryRecorder, NemesisRecorder
+from fencepost.nemesis.runner import Nemesis, RunSummary, heal_cluster, start_fault
+from fencepost.nemesis.schedule import (FixedSchedule, RandomSchedule, Schedule, ScriptedSchedule, Step,
                               make_schedule)
-from nemesis.spec import FAULT_KINDS, FaultSpec, parse_fault, parse_faults
+from fencepost.nemesis.spec import FAULT_KINDS, FaultSpec, parse_fault, parse_faults
 
 __all__ = [
     "FAULT_KINDS", "FaultSpec", "FixedSchedule", "HealGuard", "MemoryRecorder", "Nemesis", "NemesisRecorder",

@@ -4,18 +4,18 @@ asked up front, before anything runs, so a run is refused with a configuration e
 """
 from __future__ import annotations
 
-from clusters import Cluster
-from clusters import ClusterConfigError
-from nemesis.faults import Fault, KillFault, PartitionFault, PauseFault, PowerCutFault
-from nemesis.fast_leader_change import FastLeaderChange
-from nemesis.durability import Kip101Divergence, LastReplicaStanding
-from nemesis.netem import NetemOptions
-from nemesis.network_faults import ClientPartitionFault, NetemFault
-from nemesis.reassign import ReassignFault
-from nemesis.restarts import RestartFault, RollingRestart
-from nemesis.scenarios import LeaderBounce, Zombie
-from nemesis.spec import LAZY_FAULTS, FaultSpec
-from nemesis.targets import least_brokers
+from fencepost.clusters import Cluster
+from fencepost.clusters import ClusterConfigError
+from fencepost.nemesis.faults import Fault, KillFault, PartitionFault, PauseFault, PowerCutFault
+from fencepost.nemesis.fast_leader_change import FastLeaderChange
+from fencepost.nemesis.durability import Kip101Divergence, LastReplicaStanding
+from fencepost.nemesis.netem import NetemOptions
+from fencepost.nemesis.network_faults import ClientPartitionFault, NetemFault
+from fencepost.nemesis.reassign import ReassignFault
+from fencepost.nemesis.restarts import RestartFault, RollingRestart
+from fencepost.nemesis.scenarios import LeaderBounce, Zombie
+from fencepost.nemesis.spec import LAZY_FAULTS, FaultSpec
+from fencepost.nemesis.targets import least_brokers
 
 FAULT_CLASSES: dict[str, type[Fault]] = {
     "partition": PartitionFault, "pause": PauseFault, "kill": KillFault, "power-cut": PowerCutFault,

@@ -8,10 +8,10 @@ import random
 from dataclasses import dataclass, field
 from typing import Callable
 
-from clusters import Cluster
-from clusters import ClusterConfigError
-from clusters import PartitionView
-from nemesis.recording import NemesisRecorder
+from fencepost.clusters import Cluster
+from fencepost.clusters import ClusterConfigError
+from fencepost.clusters import PartitionView
+from fencepost.nemesis.recording import NemesisRecorder
 
 DEFAULT_TOPIC = "fp"
 DEFAULT_GROUP = "fencepost"  # the consumer group of the run's subscribed consumers (workloads/consumer.py)

@@ -51,12 +51,12 @@ import json
 import time
 from typing import Any
 
-from broker.storage.checkpoints import REPLICATION_OFFSET_CHECKPOINT, CheckpointError, read_offset_checkpoint
-from clusters import ClusterConfigError, HostError
-from clusters import PartitionView
-from nemesis.context import NemesisContext
-from nemesis.scenarios import Scenario, view_json
-from nemesis.spec import FaultSpec
+from fencepost.broker.storage.checkpoints import REPLICATION_OFFSET_CHECKPOINT, CheckpointError, read_offset_checkpoint
+from fencepost.clusters import ClusterConfigError, HostError
+from fencepost.clusters import PartitionView
+from fencepost.nemesis.context import NemesisContext
+from fencepost.nemesis.scenarios import Scenario, view_json
+from fencepost.nemesis.spec import FaultSpec
 
 GAP_S = 6.0  # between the followers' write-back and the leader's: above the HW checkpoint interval (5 s)
 SETTLE_S = 1.0  # after the new leader's high watermark passed the old leader's

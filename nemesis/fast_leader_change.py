@@ -55,12 +55,12 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from clusters import ClusterConfigError, HostError
-from clusters import PartitionView
-from nemesis.context import NemesisContext
-from nemesis.grudges import isolate_from
-from nemesis.scenarios import SETTLE_S, Scenario
-from nemesis.spec import FaultSpec
+from fencepost.clusters import ClusterConfigError, HostError
+from fencepost.clusters import PartitionView
+from fencepost.nemesis.context import NemesisContext
+from fencepost.nemesis.grudges import isolate_from
+from fencepost.nemesis.scenarios import SETTLE_S, Scenario
+from fencepost.nemesis.spec import FaultSpec
 
 LEAD_S = 2.0  # B's time as leader: below the own system's replica lag time (5 s)
 LEAD_WITH_CONTROLLER_S = 3.0  # ... where B is the controller and may lead another partition (Kafka's lag: 5 s)

@@ -26,12 +26,12 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any
 
-from nemesis.context import NemesisContext
-from nemesis.grudges import Grudge, grudge_for, grudge_json
-from nemesis.recording import recorded
-from nemesis.roles import resolve_role
-from nemesis.spec import ROLE_TARGETS, FaultSpec, fault_ops
-from nemesis.targets import pick_nodes
+from fencepost.nemesis.context import NemesisContext
+from fencepost.nemesis.grudges import Grudge, grudge_for, grudge_json
+from fencepost.nemesis.recording import recorded
+from fencepost.nemesis.roles import resolve_role
+from fencepost.nemesis.spec import ROLE_TARGETS, FaultSpec, fault_ops
+from fencepost.nemesis.targets import pick_nodes
 
 
 class Fault(ABC):

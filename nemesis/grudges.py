@@ -26,8 +26,8 @@ from __future__ import annotations
 import random
 from typing import Collection, Iterable, Mapping, Sequence
 
-from clusters import ClusterConfigError
-from nemesis.spec import ROLE_TARGETS
+from fencepost.clusters import ClusterConfigError
+from fencepost.nemesis.spec import ROLE_TARGETS
 
 Grudge = dict[str, frozenset[str]]
 

@@ -19,7 +19,7 @@ import math
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Mapping
 
-from clusters import ClusterConfigError
+from fencepost.clusters import ClusterConfigError
 
 
 @dataclass(frozen=True)

@@ -10,13 +10,13 @@ Role targets (`leader`, `follower`, `group-coordinator`) also record what they r
 """
 from __future__ import annotations
 
-from nemesis.context import NemesisContext
-from nemesis.faults import Fault, ProcessFault
-from nemesis.grudges import Grudge, from_clients, grudge_json
-from nemesis.netem import NetemOptions
-from nemesis.recording import recorded
-from nemesis.spec import FaultSpec, fault_ops
-from nemesis.targets import pick_nodes
+from fencepost.nemesis.context import NemesisContext
+from fencepost.nemesis.faults import Fault, ProcessFault
+from fencepost.nemesis.grudges import Grudge, from_clients, grudge_json
+from fencepost.nemesis.netem import NetemOptions
+from fencepost.nemesis.recording import recorded
+from fencepost.nemesis.spec import FaultSpec, fault_ops
+from fencepost.nemesis.targets import pick_nodes
 
 CLIENTS = "clients"  # the grudge peer standing for the harness's clients (clusters.cluster.CLIENTS)
 

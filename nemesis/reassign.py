@@ -16,10 +16,10 @@ The own system refuses up front: its controller has no reassignment (`System.can
 """
 from __future__ import annotations
 
-from nemesis.context import NemesisContext
-from nemesis.faults import Fault
-from nemesis.recording import recorded
-from nemesis.spec import RANDOM_PARTITION, FaultSpec, fault_ops
+from fencepost.nemesis.context import NemesisContext
+from fencepost.nemesis.faults import Fault
+from fencepost.nemesis.recording import recorded
+from fencepost.nemesis.spec import RANDOM_PARTITION, FaultSpec, fault_ops
 
 
 class ReassignFault(Fault):

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterator, Protocol
 
-from clusters import ClusterConfigError, HostError
+from fencepost.clusters import ClusterConfigError, HostError
 
 
 class NemesisRecorder(Protocol):

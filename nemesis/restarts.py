@@ -14,11 +14,11 @@ context's timeout; a broker that will never rejoin (it gave a partition up:
 """
 from __future__ import annotations
 
-from clusters import ClusterConfigError, HostError, NotRejoining
-from nemesis.context import NemesisContext
-from nemesis.faults import Fault
-from nemesis.recording import recorded
-from nemesis.targets import pick_nodes
+from fencepost.clusters import ClusterConfigError, HostError, NotRejoining
+from fencepost.nemesis.context import NemesisContext
+from fencepost.nemesis.faults import Fault
+from fencepost.nemesis.recording import recorded
+from fencepost.nemesis.targets import pick_nodes
 
 
 class _SelfHealing(Fault):

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from clusters import ClusterConfigError, HostError
-from nemesis.context import NemesisContext
-from nemesis.spec import ROLE_TARGETS
+from fencepost.clusters import ClusterConfigError, HostError
+from fencepost.nemesis.context import NemesisContext
+from fencepost.nemesis.spec import ROLE_TARGETS
 
 __all__ = ["ROLE_TARGETS", "resolve_role"]
 

@@ -21,14 +21,14 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from clusters import Cluster
-from clusters import ClusterConfigError, HostError
-from nemesis.catalog import check_fault, new_fault
-from nemesis.context import DEFAULT_GROUP, DEFAULT_TIMEOUT_S, DEFAULT_TOPIC, NemesisContext
-from nemesis.faults import Fault
-from nemesis.recording import NemesisRecorder, recorded
-from nemesis.schedule import Schedule, Step
-from nemesis.spec import FaultSpec, parse_fault
+from fencepost.clusters import Cluster
+from fencepost.clusters import ClusterConfigError, HostError
+from fencepost.nemesis.catalog import check_fault, new_fault
+from fencepost.nemesis.context import DEFAULT_GROUP, DEFAULT_TIMEOUT_S, DEFAULT_TOPIC, NemesisContext
+from fencepost.nemesis.faults import Fault
+from fencepost.nemesis.recording import NemesisRecorder, recorded
+from fencepost.nemesis.schedule import Schedule, Step
+from fencepost.nemesis.spec import FaultSpec, parse_fault
 
 ACTION_ERRORS = (HostError, ClusterConfigError, OSError)
 HEAL_LOCK_WAIT_FACTOR = 4  # heal() waits at most this many timeouts for the action in progress

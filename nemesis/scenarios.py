@@ -43,14 +43,14 @@ from __future__ import annotations
 import time
 from typing import Any, ContextManager
 
-from clusters import ClusterConfigError, HostError, NotRejoining
-from clusters import PartitionView
-from nemesis.context import NemesisContext
-from nemesis.faults import Fault
-from nemesis.grudges import Grudge, grudge_json, isolate_from
-from nemesis.recording import Outcome, recorded
-from nemesis.spec import RANDOM_PARTITION, FaultSpec
-from nemesis.watermarks import await_above, high_watermark
+from fencepost.clusters import ClusterConfigError, HostError, NotRejoining
+from fencepost.clusters import PartitionView
+from fencepost.nemesis.context import NemesisContext
+from fencepost.nemesis.faults import Fault
+from fencepost.nemesis.grudges import Grudge, grudge_json, isolate_from
+from fencepost.nemesis.recording import Outcome, recorded
+from fencepost.nemesis.spec import RANDOM_PARTITION, FaultSpec
+from fencepost.nemesis.watermarks import await_above, high_watermark
 
 ACTION_ERRORS = (HostError, ClusterConfigError, OSError)
 SETTLE_S = 1.0

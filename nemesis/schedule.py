@@ -30,8 +30,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Literal, Mapping, Sequence
 
-from clusters import ClusterConfigError
-from nemesis.spec import DRAWN_TARGETS, FAULT_KINDS, FaultSpec, parse_fault, parse_faults
+from fencepost.clusters import ClusterConfigError
+from fencepost.nemesis.spec import DRAWN_TARGETS, FAULT_KINDS, FaultSpec, parse_fault, parse_faults
 
 Action = Literal["start", "stop", "heal"]
 SCHEDULES = ("fixed", "random", "scripted")

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from clusters import ClusterConfigError
+from fencepost.clusters import ClusterConfigError
 
 # Every target names who is hit; the control plane is never hit unless named (`controller`,
 # `active-controller`).

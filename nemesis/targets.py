@@ -17,9 +17,9 @@ from __future__ import annotations
 import random
 from typing import Sequence
 
-from clusters import ClusterConfigError
-from nemesis.grudges import majority_size, minority_size, shuffled
-from nemesis.spec import ROLE_TARGETS
+from fencepost.clusters import ClusterConfigError
+from fencepost.nemesis.grudges import majority_size, minority_size, shuffled
+from fencepost.nemesis.spec import ROLE_TARGETS
 
 
 def least_brokers(target: str) -> int:

@@ -7,7 +7,7 @@ import time
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from workloads.closing import close_within
+from fencepost.workloads.closing import close_within
 
 POLL_S = 0.5
 

@@ -74,11 +74,11 @@ from typing import Any, Callable, Mapping, Sequence
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
-from workloads.client_log import DEFAULT_LINES, ClientLog
-from workloads.client_stacks import write_native_stacks
-from workloads.closing import close_within
-from workloads.messages import poll_record
-from workloads.recording import ClientRecorder, Done, WorkloadConfigError
+from fencepost.workloads.client_log import DEFAULT_LINES, ClientLog
+from fencepost.workloads.client_stacks import write_native_stacks
+from fencepost.workloads.closing import close_within
+from fencepost.workloads.messages import poll_record
+from fencepost.workloads.recording import ClientRecorder, Done, WorkloadConfigError
 
 CONSUMER_MODES = ("assign", "subscribe", "mixed")
 # Error events after which librdkafka does not continue the partition by itself.

@@ -23,9 +23,9 @@ from typing import Any, Iterable
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from workloads.closing import close_within
-from workloads.consumer import POSITION_LOST
-from workloads.messages import value_text
+from fencepost.workloads.closing import close_within
+from fencepost.workloads.consumer import POSITION_LOST
+from fencepost.workloads.messages import value_text
 
 GROUP = "fencepost-final-read"
 BATCH = 1000

@@ -41,8 +41,8 @@ from typing import Any, Mapping, Sequence
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
-from workloads.outcomes import delivery_type, has_definite_failures
-from workloads.recording import ClientRecorder, Done, WorkloadConfigError
+from fencepost.workloads.outcomes import delivery_type, has_definite_failures
+from fencepost.workloads.recording import ClientRecorder, Done, WorkloadConfigError
 
 PARTITION_CHOICES = ("round-robin", "random", "key")
 CLIENTS = ("shared", "per-process")

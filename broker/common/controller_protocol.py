@@ -56,7 +56,7 @@ from typing import Any
 
 import orjson
 
-from broker.common.modes import TRUNCATION_MODES  # noqa: F401 (a register message's "truncation" is one of them)
+from fencepost.broker.common.modes import TRUNCATION_MODES  # noqa: F401 (a register message's "truncation" is one of them)
 
 MAX_FRAME_BYTES = 64 << 20
 _LENGTH = struct.Struct(">i")

@@ -5,7 +5,7 @@ unlogged whichever operation made it.
 """
 from __future__ import annotations
 
-from broker.common.controller_protocol import PartitionState, Snapshot
+from fencepost.broker.common.controller_protocol import PartitionState, Snapshot
 
 
 def describe_changes(before: Snapshot, after: Snapshot) -> list[str]:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
-from broker.common.config import ConfigError, parse_host_port
+from fencepost.broker.common.config import ConfigError, parse_host_port
 
 MIN_SESSION_TIMEOUT_MS = 10
 
@@ -36,12 +36,12 @@ class _OneLineParser(argparse.ArgumentParser):
     """argparse, but a malformed command line is one line on stderr (and exit 2), not the usage block."""
 
     def error(self, message: str) -> NoReturn:
-        print(f"controller: {message} (see python -m broker controller --help)", file=sys.stderr)
+        print(f"controller: {message} (see python -m fencepost.broker controller --help)", file=sys.stderr)
         raise SystemExit(2)
 
 
 def controller_argument_parser() -> argparse.ArgumentParser:
-    p = _OneLineParser(prog="python -m broker controller",
+    p = _OneLineParser(prog="python -m fencepost.broker controller",
                        description="Run the controller of fencepost's own brokers: registrations, sessions, "
                                    "leader election, ISR changes; state kept in --data-dir.")
     p.add_argument("--listen", required=True, metavar="HOST:PORT", help="address brokers connect to (port 0: any)")

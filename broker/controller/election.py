@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence, Set
 from dataclasses import replace
 
-from broker.common.controller_protocol import NO_LEADER, PartitionState
+from fencepost.broker.common.controller_protocol import NO_LEADER, PartitionState
 
 
 def elect_leader(p: PartitionState, unfenced: Set[int], unclean: bool) -> PartitionState:

@@ -1,4 +1,4 @@
-"""`python -m broker controller ...`: parse the command line, lock and load the data directory, serve until a signal."""
+"""`python -m fencepost.broker controller ...`: parse the command line, lock and load the data directory, serve until a signal."""
 from __future__ import annotations
 
 import asyncio
@@ -6,8 +6,8 @@ import logging
 import sys
 import time
 
-from broker.common.config import ConfigError
-from broker.common.logging_setup import configure_logging
+from fencepost.broker.common.config import ConfigError
+from fencepost.broker.common.logging_setup import configure_logging
 
 from .config import ControllerConfig, parse_controller_args
 from .server import ControllerServer

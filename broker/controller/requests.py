@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from broker.common import controller_protocol as protocol
+from fencepost.broker.common import controller_protocol as protocol
 
 from .state import ControllerState, Result
 

@@ -14,8 +14,8 @@ import uuid
 from dataclasses import dataclass, replace
 from typing import Any
 
-from broker.common.controller_protocol import NO_LEADER, BrokerInfo, PartitionState, Snapshot, TopicState
-from broker.common.topics import config_error, topic_name_error
+from fencepost.broker.common.controller_protocol import NO_LEADER, BrokerInfo, PartitionState, Snapshot, TopicState
+from fencepost.broker.common.topics import config_error, topic_name_error
 
 from .election import assign_replicas, bump_if_changed, elect_leader, lead_in_new_epoch, without_broker
 

@@ -1,4 +1,4 @@
-"""The broker's network server: `python -m broker serve` (see kafka_server.KafkaServer for the assembly).
+"""The broker's network server: `python -m fencepost.broker serve` (see kafka_server.KafkaServer for the assembly).
 
 One concept per module, named after Kafka's broker code:
 - `network`: asyncio socket server, 4-byte framing, in-order responses per connection.

@@ -5,8 +5,8 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
-from broker.common.config import ConfigError, parse_host_port
-from broker.common.modes import FLUSH_MODES, TRUNCATION_MODES
+from fencepost.broker.common.config import ConfigError, parse_host_port
+from fencepost.broker.common.modes import FLUSH_MODES, TRUNCATION_MODES
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ def _bool(text: str) -> bool:
 
 
 def serve_argument_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m broker serve",
+    p = argparse.ArgumentParser(prog="python -m fencepost.broker serve",
                                 description="Run one node of fencepost's own Kafka-protocol broker.")
     p.add_argument("--node-id", type=int, required=True, help="this broker's node id (>= 0)")
     p.add_argument("--listen", required=True, metavar="HOST:PORT", help="address to accept clients on (port 0: any)")

@@ -21,8 +21,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from broker.common import controller_protocol as protocol
-from broker.common.controller_protocol import Snapshot
+from fencepost.broker.common import controller_protocol as protocol
+from fencepost.broker.common.controller_protocol import Snapshot
 
 log = logging.getLogger("broker.controller_channel")
 

@@ -18,9 +18,9 @@ import logging
 import signal
 from pathlib import Path
 
-from broker.common import controller_protocol as protocol
-from broker.common.config import ConfigError
-from broker.common.durable_file import write_file_atomically
+from fencepost.broker.common import controller_protocol as protocol
+from fencepost.broker.common.config import ConfigError
+from fencepost.broker.common.durable_file import write_file_atomically
 
 from .apis.api_versions import ApiVersionsApi
 from .apis.fetch import FetchApi

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import orjson
 
-from broker.common.durable_file import write_file_atomically
-from broker.common.topics import config_error, topic_name_error
+from fencepost.broker.common.durable_file import write_file_atomically
+from fencepost.broker.common.topics import config_error, topic_name_error
 
 from .errors import ErrorCode
 from .metadata_cache import MetadataCache, PartitionMetadata, TopicMetadata

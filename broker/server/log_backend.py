@@ -1,6 +1,6 @@
 """Which log implementation the server runs on: the storage layer's PartitionLog and LogManager."""
 from __future__ import annotations
 
-from broker.storage import DataDirInUse, LogManager, OffsetOutOfRange, PartitionLog
+from fencepost.broker.storage import DataDirInUse, LogManager, OffsetOutOfRange, PartitionLog
 
 __all__ = ["DataDirInUse", "LogManager", "OffsetOutOfRange", "PartitionLog"]

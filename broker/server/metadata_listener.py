@@ -14,7 +14,7 @@ import asyncio
 import logging
 import uuid
 
-from broker.common.controller_protocol import NO_LEADER, PartitionState, Snapshot
+from fencepost.broker.common.controller_protocol import NO_LEADER, PartitionState, Snapshot
 
 from .metadata_cache import BrokerEndpoint, MetadataCache, PartitionMetadata, TopicMetadata
 from .partition import TopicPartition

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import orjson
 
-from broker.common.durable_file import write_file_atomically
+from fencepost.broker.common.durable_file import write_file_atomically
 
 log = logging.getLogger("broker.offsets")
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from broker.common.durable_file import write_file_atomically
+from fencepost.broker.common.durable_file import write_file_atomically
 
 FILE_NAME = "producer-id-block"
 BLOCK_SIZE = 1000

@@ -28,7 +28,7 @@ from kafka.protocol.consumer.offsets import ListOffsetsRequest, OffsetForLeaderE
 from .broker_client import BrokerClient, BrokerConnectionError
 from .errors import ErrorCode
 from .log_backend import PartitionLog
-from broker.storage.log import InvalidFollowerAppend
+from fencepost.broker.storage.log import InvalidFollowerAppend
 from .partition import Partition, TopicPartition
 from .replica_manager import ReplicaManager
 from .truncation import asks_leader, fences_by_leader_epoch, step_after_answer, truncate_to_high_watermark

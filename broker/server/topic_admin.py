@@ -12,8 +12,8 @@ from __future__ import annotations
 import asyncio
 from typing import Protocol
 
-from broker.common import controller_protocol as protocol
-from broker.common.controller_protocol import TopicState
+from fencepost.broker.common import controller_protocol as protocol
+from fencepost.broker.common.controller_protocol import TopicState
 
 from .controller_channel import ControllerChannel, ControllerUnavailable
 from .errors import ErrorCode

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from broker.common.modes import TRUNCATION_MODES  # noqa: F401 (the modes these rules are for)
+from fencepost.broker.common.modes import TRUNCATION_MODES  # noqa: F401 (the modes these rules are for)
 
 UNDEFINED_EPOCH = -1
 UNDEFINED_OFFSET = -1

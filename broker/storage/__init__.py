@@ -25,16 +25,16 @@ Interface notes for the server (extensions of the agreed interface; nothing remo
   a second `LogManager` on it raises `DataDirInUse`.
 Not thread-safe: the broker's event loop is the one caller.
 """
-from broker.storage.batch import RecordBatch, iter_batches
-from broker.storage.epoch_cache import LeaderEpochFileCache
-from broker.storage.log import (
+from fencepost.broker.storage.batch import RecordBatch, iter_batches
+from fencepost.broker.storage.epoch_cache import LeaderEpochFileCache
+from fencepost.broker.storage.log import (
     AppendResult,
     InvalidFollowerAppend,
     OffsetOutOfRange,
     PartitionLog,
     TimestampOffset,
 )
-from broker.storage.manager import DataDirInUse, LogManager
+from fencepost.broker.storage.manager import DataDirInUse, LogManager
 
 __all__ = [
     "AppendResult",

@@ -18,9 +18,9 @@ from collections.abc import Callable, Iterator
 
 import google_crc32c
 
-from broker.storage.compression import Codec, decompress
-from broker.storage.legacy import LEGACY_MIN_SIZE, LegacyBatch
-from broker.storage.records import Record, decode_v2_records
+from fencepost.broker.storage.compression import Codec, decompress
+from fencepost.broker.storage.legacy import LEGACY_MIN_SIZE, LegacyBatch
+from fencepost.broker.storage.records import Record, decode_v2_records
 
 LOG_OVERHEAD = 12  # base offset (8) + length (4): the part of a batch not counted by its length
 HEADER_SIZE = 61  # a v2 batch with no records

@@ -21,7 +21,7 @@ from __future__ import annotations
 import bisect
 from pathlib import Path
 
-from broker.storage.checkpoints import read_epoch_checkpoint, write_epoch_checkpoint
+from fencepost.broker.storage.checkpoints import read_epoch_checkpoint, write_epoch_checkpoint
 
 UNDEFINED_EPOCH = -1
 UNDEFINED_EPOCH_OFFSET = -1

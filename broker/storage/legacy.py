@@ -15,8 +15,8 @@ from __future__ import annotations
 import struct
 import zlib
 
-from broker.storage.compression import Codec, decompress
-from broker.storage.records import Record
+from fencepost.broker.storage.compression import Codec, decompress
+from fencepost.broker.storage.records import Record
 
 LEGACY_MIN_SIZE = {0: 14, 1: 22}  # crc, magic, attributes, [timestamp], key and value lengths
 _ENTRY_OVERHEAD = 12

@@ -23,17 +23,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from broker.common.modes import FLUSH_MODES
-from broker.storage.batch import (
+from fencepost.broker.common.modes import FLUSH_MODES
+from fencepost.broker.storage.batch import (
     CorruptBatch,
     MAGIC_V2,
     RecordBatch,
     iter_batches,
 )
-from broker.storage.checkpoints import LEADER_EPOCH_CHECKPOINT
-from broker.storage.epoch_cache import LeaderEpochFileCache
-from broker.storage.producer_state import BatchMetadata, ProducerStateError, ProducerStateManager
-from broker.storage.segment import INDEX_SUFFIX, LOG_SUFFIX, LogSegment, parse_segment_name, segment_file_name
+from fencepost.broker.storage.checkpoints import LEADER_EPOCH_CHECKPOINT
+from fencepost.broker.storage.epoch_cache import LeaderEpochFileCache
+from fencepost.broker.storage.producer_state import BatchMetadata, ProducerStateError, ProducerStateManager
+from fencepost.broker.storage.segment import INDEX_SUFFIX, LOG_SUFFIX, LogSegment, parse_segment_name, segment_file_name
 
 log = logging.getLogger(__name__)
 

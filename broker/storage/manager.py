@@ -18,14 +18,14 @@ import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
-from broker.common.modes import FLUSH_MODES
-from broker.storage.checkpoints import (
+from fencepost.broker.common.modes import FLUSH_MODES
+from fencepost.broker.storage.checkpoints import (
     REPLICATION_OFFSET_CHECKPOINT,
     fsync_directory,
     read_offset_checkpoint,
     write_offset_checkpoint,
 )
-from broker.storage.log import PartitionLog
+from fencepost.broker.storage.log import PartitionLog
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ import struct
 from array import array
 from pathlib import Path
 
-from broker.storage.fileio import pwrite_all
+from fencepost.broker.storage.fileio import pwrite_all
 
 ENTRY_SIZE = 8
 _ENTRY = struct.Struct(">ii")

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from broker.storage.batch import INT32_MAX, NO_PRODUCER_EPOCH, NO_SEQUENCE
+from fencepost.broker.storage.batch import INT32_MAX, NO_PRODUCER_EPOCH, NO_SEQUENCE
 
 BATCHES_TO_RETAIN = 5
 

@@ -18,9 +18,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from broker.storage.batch import HEADER_SIZE, MAGIC_V2, RecordBatch, ScanOutcome, scan_batches
-from broker.storage.fileio import pread_all, pwrite_all
-from broker.storage.offset_index import OffsetIndex
+from fencepost.broker.storage.batch import HEADER_SIZE, MAGIC_V2, RecordBatch, ScanOutcome, scan_batches
+from fencepost.broker.storage.fileio import pread_all, pwrite_all
+from fencepost.broker.storage.offset_index import OffsetIndex
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"

@@ -13,10 +13,10 @@ log model of a Kafka partition, minimal counterexamples and their picture.
 
 docs/LINEARIZABILITY.md states the model, the translation and the search.
 """
-from checkers.linear.logmodel import Append, LogModel, Read, ReadExact
-from checkers.linear.model import Explains, MinimiseHints, Model, Op, SearchHints
-from checkers.linear.models import RegisterModel, SetModel
-from checkers.linear.search import Deepest, SearchResult, check
+from fencepost.checkers.linear.logmodel import Append, LogModel, Read, ReadExact
+from fencepost.checkers.linear.model import Explains, MinimiseHints, Model, Op, SearchHints
+from fencepost.checkers.linear.models import RegisterModel, SetModel
+from fencepost.checkers.linear.search import Deepest, SearchResult, check
 
 __all__ = [
     "Append", "Deepest", "Explains", "LogModel", "MinimiseHints", "Model", "Op", "Read", "ReadExact",

@@ -16,13 +16,13 @@ from itertools import accumulate, chain
 from operator import attrgetter, itemgetter, lt
 from typing import Any
 
-from checkers.linear.logmodel import Append, LogModel, Read, ReadExact
-from checkers.linear.minimize import Counterexample, minimize
-from checkers.linear.model import Op
-from checkers.linear.search import check
-from checkers.linear.visual import RunLinks, render_html
-from checkers.offsets import Observations, observe
-from checkers.partition import CheckOptions, PartitionHistory, Poll, Send
+from fencepost.checkers.linear.logmodel import Append, LogModel, Read, ReadExact
+from fencepost.checkers.linear.minimize import Counterexample, minimize
+from fencepost.checkers.linear.model import Op
+from fencepost.checkers.linear.search import check
+from fencepost.checkers.linear.visual import RunLinks, render_html
+from fencepost.checkers.offsets import Observations, observe
+from fencepost.checkers.partition import CheckOptions, PartitionHistory, Poll, Send
 
 FINAL_PROCESS = "final"
 FINAL_READ = "final-read"  # the `ref` of the final read's ops

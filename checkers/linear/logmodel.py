@@ -17,7 +17,7 @@ from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from checkers.linear.model import Explains, MinimiseHints, Model, Op, SearchHints
+from fencepost.checkers.linear.model import Explains, MinimiseHints, Model, Op, SearchHints
 
 
 class _Unsettled:

@@ -20,8 +20,8 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from checkers.linear.model import Model, Op, minimise_hints, overrides, search_hints, why_not
-from checkers.linear.search import DEFAULT_BUDGET, Deepest, check
+from fencepost.checkers.linear.model import Model, Op, minimise_hints, overrides, search_hints, why_not
+from fencepost.checkers.linear.search import DEFAULT_BUDGET, Deepest, check
 
 
 @dataclass(slots=True)

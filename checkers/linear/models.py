@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable
 from typing import Any
 
-from checkers.linear.model import Explains, MinimiseHints, Model, Op, SearchHints
+from fencepost.checkers.linear.model import Explains, MinimiseHints, Model, Op, SearchHints
 
 
 def _kind(op: Op) -> str:

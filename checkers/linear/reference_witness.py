@@ -25,8 +25,8 @@ from collections.abc import Sequence
 from itertools import accumulate, chain, compress, count, islice, repeat
 from operator import attrgetter, ge, is_, itemgetter, lt
 
-from checkers.linear.logmodel import Append, LogModel, Read, ReadExact
-from checkers.linear.model import Model, Op
+from fencepost.checkers.linear.logmodel import Append, LogModel, Read, ReadExact
+from fencepost.checkers.linear.model import Model, Op
 
 _id = attrgetter("id")
 _call = attrgetter("call")

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from math import inf
 from typing import Any
 
-from checkers.linear.model import Model, Op, overrides, search_hints
+from fencepost.checkers.linear.model import Model, Op, overrides, search_hints
 
 DEFAULT_BUDGET = 5_000_000
 

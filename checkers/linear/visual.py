@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any, Callable
 
-from checkers.linear.minimize import Counterexample
-from checkers.linear.model import Op
+from fencepost.checkers.linear.minimize import Counterexample
+from fencepost.checkers.linear.model import Op
 
 
 @dataclass(frozen=True, slots=True)

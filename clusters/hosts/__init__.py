@@ -18,7 +18,7 @@ import importlib
 from types import ModuleType
 from typing import Any, Mapping
 
-from clusters.errors import ClusterConfigError
+from fencepost.clusters.errors import ClusterConfigError
 
 BACKENDS = ("netns", "process", "docker", "ssh")
 
@@ -26,7 +26,7 @@ BACKENDS = ("netns", "process", "docker", "ssh")
 def backend_module(name: str) -> ModuleType:
     if name not in BACKENDS:
         raise ClusterConfigError(f"unknown host backend {name!r}: choose one of {', '.join(BACKENDS)}")
-    return importlib.import_module(f"clusters.hosts.{name}")
+    return importlib.import_module(f"fencepost.clusters.hosts.{name}")
 
 
 def backend_option_names(name: str) -> tuple[str, ...]:
@@ -65,7 +65,7 @@ def kernel_shaping_unavailable(name: str) -> str | None:
     whose nodes run on this kernel ask it: `KERNEL_SHAPING`)."""
     if not getattr(backend_module(name), "KERNEL_SHAPING", False):
         return None
-    from clusters.hosts.tc import kernel_netem_unavailable
+    from fencepost.clusters.hosts.tc import kernel_netem_unavailable
     return kernel_netem_unavailable()
 
 
@@ -76,5 +76,5 @@ def default_backend() -> str:
 
 def netns_unavailable() -> str | None:
     """Why the default cannot be netns on this machine, or None when it can."""
-    from clusters.hosts.netns import unavailable_reason  # the backend owns its requirements
+    from fencepost.clusters.hosts.netns import unavailable_reason  # the backend owns its requirements
     return unavailable_reason()

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterable, Literal, Mapping, Sequence
 
-from clusters.errors import ClusterConfigError, HostError
+from fencepost.clusters.errors import ClusterConfigError, HostError
 
 ProcessState = Literal["running", "stopped", "gone"]
 CLUSTER_ENV = "FENCEPOST_CLUSTER"

@@ -6,8 +6,8 @@ import shutil
 import signal
 from pathlib import Path
 
-from clusters.hosts.base import Host, ProcessHandle, ProcessState
-from clusters.hosts.local_process import local_state, signal_local
+from fencepost.clusters.hosts.base import Host, ProcessHandle, ProcessState
+from fencepost.clusters.hosts.local_process import local_state, signal_local
 
 
 class LocalHost(Host):

@@ -13,8 +13,8 @@ import subprocess
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from clusters.errors import HostError
-from clusters.hosts.base import CLUSTER_ENV, CommandResult, ProcessState, state_of_tasks
+from fencepost.clusters.errors import HostError
+from fencepost.clusters.hosts.base import CLUSTER_ENV, CommandResult, ProcessState, state_of_tasks
 
 
 def run_local(host: str, argv: Sequence[str], timeout: float, check: bool,

@@ -11,8 +11,8 @@ says what a cut loses and keeps under each metadata model.
 """
 from __future__ import annotations
 
-from clusters.lazyfs.build import check_device, daemon_binary
-from clusters.lazyfs.cleanup import cleanup
-from clusters.lazyfs.mount import CutReport, LazyMount, LazyOptions
+from fencepost.clusters.lazyfs.build import check_device, daemon_binary
+from fencepost.clusters.lazyfs.cleanup import cleanup
+from fencepost.clusters.lazyfs.mount import CutReport, LazyMount, LazyOptions
 
 __all__ = ["CutReport", "LazyMount", "LazyOptions", "check_device", "cleanup", "daemon_binary"]

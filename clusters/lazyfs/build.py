@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from clusters.errors import ClusterConfigError
+from fencepost.clusters.errors import ClusterConfigError
 
 HERE = Path(__file__).resolve().parent
 SOURCES = ("lazyfs.h", "log.c", "pages.c", "nodes.c", "names.c", "control.c", "ops.c", "main.c")

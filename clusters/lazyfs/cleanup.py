@@ -17,11 +17,11 @@ import time
 from pathlib import Path
 from typing import Collection
 
-from clusters.errors import HostError
-from clusters.hosts.base import CLUSTER_ENV
-from clusters.hosts.local_process import local_state, signal_local
-from clusters.lazyfs.mount import LAZYFS_ENV
-from clusters.lazyfs.mounts import lazy_mounts, unmount
+from fencepost.clusters.errors import HostError
+from fencepost.clusters.hosts.base import CLUSTER_ENV
+from fencepost.clusters.hosts.local_process import local_state, signal_local
+from fencepost.clusters.lazyfs.mount import LAZYFS_ENV
+from fencepost.clusters.lazyfs.mounts import lazy_mounts, unmount
 
 KILL_WAIT_S = 10.0
 

@@ -13,7 +13,7 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from clusters.errors import HostError
+from fencepost.clusters.errors import HostError
 
 STATE_DIR = ".fencepost-lazyfs"
 SOCKET = "control.sock"

@@ -29,11 +29,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from clusters.errors import ClusterConfigError, HostError
-from clusters.hosts.base import CLUSTER_ENV
-from clusters.hosts.local_process import local_state, signal_local
-from clusters.lazyfs import control, mounts
-from clusters.lazyfs.build import check_device, daemon_binary
+from fencepost.clusters.errors import ClusterConfigError, HostError
+from fencepost.clusters.hosts.base import CLUSTER_ENV
+from fencepost.clusters.hosts.local_process import local_state, signal_local
+from fencepost.clusters.lazyfs import control, mounts
+from fencepost.clusters.lazyfs.build import check_device, daemon_binary
 
 LAZYFS_ENV = "FENCEPOST_LAZYFS"
 LOG = "daemon.log"

@@ -10,19 +10,19 @@ from __future__ import annotations
 import os
 from typing import Any, Mapping
 
-from clusters.errors import ClusterConfigError
-from clusters.modes import RELEASE_PROTOCOL
-from clusters.systems.base import System
+from fencepost.clusters.errors import ClusterConfigError
+from fencepost.clusters.modes import RELEASE_PROTOCOL
+from fencepost.clusters.systems.base import System
 
 SYSTEMS = ("own", "kafka:VERSION")
 
 
 def system_for(name: str, options: Mapping[str, Any] | None = None) -> System:
     if name == "own":
-        from clusters.systems.own import OwnSystem
+        from fencepost.clusters.systems.own import OwnSystem
         return OwnSystem.from_options(options or {})
     if is_kafka(name):
-        from clusters.systems.kafka.system import KafkaSystem
+        from fencepost.clusters.systems.kafka.system import KafkaSystem
         opts = dict(options or {})
         version = name.partition(":")[2]
         if version:
@@ -54,7 +54,7 @@ def check_system(name: str) -> None:
                                  f"kafka:0.10.2.2)")
     version = name.partition(":")[2]
     if version:
-        from clusters.systems.kafka.release import Release
+        from fencepost.clusters.systems.kafka.release import Release
         Release.parse(version)
 
 
@@ -63,10 +63,10 @@ def check_system_options(name: str, options: Mapping[str, Any]) -> None:
     runs: names, kinds, values, and for `kafka:VERSION` what the release cannot do with them.
     ClusterConfigError names what is wrong."""
     if name == "own":
-        from clusters.systems.own import OwnOptions
+        from fencepost.clusters.systems.own import OwnOptions
         OwnOptions.from_mapping(options)
     elif is_kafka(name):
-        from clusters.systems.kafka.options import KafkaOptions
+        from fencepost.clusters.systems.kafka.options import KafkaOptions
         checked = KafkaOptions.from_mapping(options)
         version = name.partition(":")[2]
         if version:

@@ -11,9 +11,9 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from clusters.errors import ClusterConfigError
-from clusters.hosts.base import Host, HostSet
-from clusters.lazyfs.mount import LazyOptions
+from fencepost.clusters.errors import ClusterConfigError
+from fencepost.clusters.hosts.base import Host, HostSet
+from fencepost.clusters.lazyfs.mount import LazyOptions
 
 
 @dataclass(frozen=True)
@@ -174,9 +174,9 @@ class System(ABC):
 
 
 def read_replica_logs(host: Host, data_dir: str, timeout: float) -> list[bytes]:
-    """`python -m broker dump-log` on the node over a data directory (the own broker's, or stock
+    """`python -m fencepost.broker dump-log` on the node over a data directory (the own broker's, or stock
     Kafka's: same layout); exit 1 is a torn tail it reported and skipped."""
-    done = host.run([host.python, "-m", "broker", "dump-log", "--data-dir", data_dir, "--node", host.name],
+    done = host.run([host.python, "-m", "fencepost.broker", "dump-log", "--data-dir", data_dir, "--node", host.name],
                     timeout=timeout, check=False)
     if done.returncode not in (0, 1):
         done.check()

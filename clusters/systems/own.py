@@ -1,4 +1,4 @@
-"""The own system: one `python -m broker controller` node and N `python -m broker serve`
+"""The own system: one `python -m fencepost.broker controller` node and N `python -m fencepost.broker serve`
 brokers (node names `controller`, `n1`..`nN`; broker n<i> has node id i).
 
 Configured for chaos: session and lag timeouts short enough that faults resolve
@@ -16,14 +16,14 @@ import time
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Mapping
 
-from clusters.errors import ClusterConfigError, HostError
-from clusters.hosts.base import Host, HostSet
-from clusters.lazyfs.mount import MODELS as LAZY_MODELS, LazyOptions
-from clusters.modes import FLUSH_MODES, TRUNCATION_MODES
-from clusters.systems.base import PartitionView, ProcessSpec, System, TopicSpec, read_replica_logs
+from fencepost.clusters.errors import ClusterConfigError, HostError
+from fencepost.clusters.hosts.base import Host, HostSet
+from fencepost.clusters.lazyfs.mount import MODELS as LAZY_MODELS, LazyOptions
+from fencepost.clusters.modes import FLUSH_MODES, TRUNCATION_MODES
+from fencepost.clusters.systems.base import PartitionView, ProcessSpec, System, TopicSpec, read_replica_logs
 # the Kafka-protocol control-plane client: the own brokers speak the protocol as stock Kafka's do
-from clusters.systems.kafka import wire
-from clusters.systems.own_controller import call_controller
+from fencepost.clusters.systems.kafka import wire
+from fencepost.clusters.systems.own_controller import call_controller
 
 CONTROLLER_NODE = "controller"
 BROKER_PORT = 9092
@@ -98,7 +98,7 @@ class OwnSystem(System):
         return [f"{host.workdir}/data"]
 
     def protocol_description(self) -> str:
-        from clusters.systems.kafka.release import PROTOCOL_NAMES
+        from fencepost.clusters.systems.kafka.release import PROTOCOL_NAMES
         return f"the own broker, truncation {self.settings.truncation} ({PROTOCOL_NAMES[self.settings.truncation]})"
 
     def node_names(self, brokers: int) -> list[str]:
@@ -121,12 +121,12 @@ class OwnSystem(System):
         log_dir = f"{host.workdir}/logs"
         if host.name == CONTROLLER_NODE:
             port = host.port("controller", CONTROLLER_PORT)
-            argv = (host.python, "-m", "broker", "controller", "--listen", f"{host.address}:{port}",
+            argv = (host.python, "-m", "fencepost.broker", "controller", "--listen", f"{host.address}:{port}",
                     "--data-dir", f"{host.workdir}/data", "--session-timeout-ms", str(s.session_timeout_ms))
             return [ProcessSpec("controller", argv, f"{log_dir}/controller.log", port)]
         port = host.port("broker", BROKER_PORT)
         controller_host, controller_port = self._controller(hosts)
-        argv = [host.python, "-m", "broker", "serve", "--node-id", str(broker_id(host.name)),
+        argv = [host.python, "-m", "fencepost.broker", "serve", "--node-id", str(broker_id(host.name)),
                 "--listen", f"{host.address}:{port}", "--data-dir", f"{host.workdir}/data",
                 "--controller", f"{controller_host}:{controller_port}", "--truncation", s.truncation,
                 "--flush", "os" if s.flush == "lazy" else s.flush, "--min-insync-replicas", str(s.min_insync_replicas),

@@ -10,8 +10,8 @@ from typing import Any
 
 import orjson
 
-from clusters.errors import HostError
-from clusters.systems.framing import recv_exactly
+from fencepost.clusters.errors import HostError
+from fencepost.clusters.systems.framing import recv_exactly
 
 _LENGTH = struct.Struct(">i")
 

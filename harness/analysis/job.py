@@ -25,7 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
-from harness.analysis.checks import RunVerdict, check_run_rows, judge
+from fencepost.harness.analysis.checks import RunVerdict, check_run_rows, judge
 
 CHECKED_SCHEMA = "run_id string, topic string, partition int, payload binary, detected long"
 PARQUET_TABLES = ("history", "final")
@@ -72,7 +72,7 @@ def _check_group(frame):
     """applyInPandas: one run's row in, its header and partition rows out."""
     import pandas as pd
 
-    from harness.analysis.parquet import copy_final, copy_history
+    from fencepost.harness.analysis.parquet import copy_final, copy_history
 
     run = frame.iloc[0]
     run_dir, parquet = Path(run["dir"]), Path(run["parquet"])

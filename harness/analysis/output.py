@@ -9,15 +9,15 @@ import html
 import io
 from pathlib import Path
 
-from harness.analysis.checks import RunVerdict
-from harness.campaign.junit import write_junit
-from harness.compare.collect import RunResult
-from harness.compare.plot import plot_rates
-from harness.compare.formats import render
-from harness.compare.significance import Baseline, with_p_values
-from harness.compare.table import Row, rows
-from harness.check.detection import median_s
-from harness.rundir.atomic import write_atomically
+from fencepost.harness.analysis.checks import RunVerdict
+from fencepost.harness.campaign.junit import write_junit
+from fencepost.harness.compare.collect import RunResult
+from fencepost.harness.compare.plot import plot_rates
+from fencepost.harness.compare.formats import render
+from fencepost.harness.compare.significance import Baseline, with_p_values
+from fencepost.harness.compare.table import Row, rows
+from fencepost.harness.check.detection import median_s
+from fencepost.harness.rundir.atomic import write_atomically
 
 
 def configuration_rows(verdicts: list[RunVerdict], baseline: str | None = None) -> list[Row]:

@@ -22,7 +22,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from harness.check import native_load
+from fencepost.harness.check import native_load
 
 HISTORY_SCHEMA = pa.schema([("run_id", pa.string()), ("index", pa.int64()), ("time", pa.int64()),
                             ("process", pa.string()), ("type", pa.string()), ("f", pa.string()),

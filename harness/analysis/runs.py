@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.rundir.campaigns import is_campaign, read_outcomes, run_dir_of
-from harness.errors import BadInput
-from harness.rundir.find import run_dirs
-from harness.rundir.names import HISTORY_FILE
+from fencepost.harness.rundir.campaigns import is_campaign, read_outcomes, run_dir_of
+from fencepost.harness.errors import BadInput
+from fencepost.harness.rundir.find import run_dirs
+from fencepost.harness.rundir.names import HISTORY_FILE
 
 
 def analyzed_runs(paths: list[Path]) -> list[tuple[str, Path]]:

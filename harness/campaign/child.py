@@ -14,20 +14,20 @@ import json
 import sys
 from pathlib import Path
 
-from harness.errors import EXIT_BAD_INPUT, EXIT_CRASH, BadInput
-from harness.rundir.atomic import write_atomically
+from fencepost.harness.errors import EXIT_BAD_INPUT, EXIT_CRASH, BadInput
+from fencepost.harness.rundir.atomic import write_atomically
 
 SPEC_ONLY = ("notes", "versions", "protocol")  # what test.json holds beyond the settings
 
 
 def spec_from_json(data: dict):
-    from harness.run.spec import build_spec
+    from fencepost.harness.run.spec import build_spec
     return build_spec({k: v for k, v in data.items() if k not in SPEC_ONLY}, {})
 
 
 def main(argv: list[str]) -> int:
-    from harness.campaign.execute import run_planned
-    from harness.run.progress import Progress
+    from fencepost.harness.campaign.execute import run_planned
+    from fencepost.harness.run.progress import Progress
 
     spec_file, result_file = Path(argv[0]), Path(argv[1])
     try:

@@ -18,9 +18,9 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.campaign.plan import PlannedRun
-from clusters import is_kafka
-from harness.rundir.names import CAMPAIGN_RUNS_DIR, CAMPAIGNS_DIR, OUTCOME_FILE
+from fencepost.harness.campaign.plan import PlannedRun
+from fencepost.clusters import is_kafka
+from fencepost.harness.rundir.names import CAMPAIGN_RUNS_DIR, CAMPAIGNS_DIR, OUTCOME_FILE
 
 # A run's seconds beyond its time limit, measured on a 2-core machine (docs/BENCHMARKS.md).
 MODELLED_OVERHEAD_S = {"own": 6.0, "kafka": 45.0}

@@ -9,13 +9,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from harness.run.progress import Progress
-from harness.run.spec import TestSpec
+from fencepost.harness.run.progress import Progress
+from fencepost.harness.run.spec import TestSpec
 
 
 def run_planned(spec: TestSpec, where: Path, progress: Progress | None = None) -> dict[str, Any]:
-    from harness.run.runner import run_test
-    from harness.rundir.record import verdict_word
+    from fencepost.harness.run.runner import run_test
+    from fencepost.harness.rundir.record import verdict_word
 
     outcome = run_test(replace(spec, results=str(where)), progress or Progress())
     check = outcome.check

@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from harness.errors import BadInput
+from fencepost.harness.errors import BadInput
 
 VERDICTS = ("valid", "invalid", "unknown")
 OUTCOME_KEYS = ("verdict", "liveness")

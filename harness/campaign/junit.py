@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Mapping, Sequence
 from xml.etree import ElementTree as ET
 
-from harness.campaign.expect import status_of
-from harness.rundir.atomic import write_atomically
+from fencepost.harness.campaign.expect import status_of
+from fencepost.harness.rundir.atomic import write_atomically
 
 JUNIT_FILE = "junit.xml"
 

@@ -37,9 +37,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping
 
-from harness.campaign.expect import Expectation, check_rules, expectation_for, parse_rules
-from harness.errors import BadInput
-from harness.run.spec import MAX_NAME, TestSpec, build_spec, load_toml, name_problem
+from fencepost.harness.campaign.expect import Expectation, check_rules, expectation_for, parse_rules
+from fencepost.harness.errors import BadInput
+from fencepost.harness.run.spec import MAX_NAME, TestSpec, build_spec, load_toml, name_problem
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 UNSAFE = re.compile(r"[^A-Za-z0-9_.=+-]+")

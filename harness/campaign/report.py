@@ -13,12 +13,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from harness.campaign.summary import CampaignSummary, RunLine, summarize, to_json
-from harness.campaign.summary_formats import headline, legend, liveness_notes, to_csv
-from harness.compare.formats import liveness_kinds, liveness_p_text, liveness_rate_text, p_cell, runs_cell, seconds
-from harness.report.page import esc, href, page
-from harness.rundir.atomic import write_atomically
-from harness.rundir.names import REPORT_FILE
+from fencepost.harness.campaign.summary import CampaignSummary, RunLine, summarize, to_json
+from fencepost.harness.campaign.summary_formats import headline, legend, liveness_notes, to_csv
+from fencepost.harness.compare.formats import liveness_kinds, liveness_p_text, liveness_rate_text, p_cell, runs_cell, seconds
+from fencepost.harness.report.page import esc, href, page
+from fencepost.harness.rundir.atomic import write_atomically
+from fencepost.harness.rundir.names import REPORT_FILE
 
 SUMMARY_JSON = "summary.json"
 SUMMARY_CSV = "summary.csv"
@@ -40,7 +40,7 @@ def write_campaign_report(directories: list[Path], out: Path | None = None,
     campaign directory; for several, a `merged` folder beside the first)."""
     import json
 
-    from harness.compare.plot import plot_rates
+    from fencepost.harness.compare.plot import plot_rates
 
     summary = summarize(directories, baseline)
     out = out or (directories[0] if len(directories) == 1 else directories[0].resolve().parent / "merged")

@@ -37,16 +37,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
-from harness.campaign.expect import judge, judged_again, status_of
-from harness.campaign.junit import JUNIT_FILE, write_junit
-from harness.campaign.plan import Campaign, PlannedRun
-from harness.campaign.slots import first_subnet, for_slot
-from harness.errors import EXIT_CRASH, EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, BadInput
-from harness.processes.interrupts import sigterm_as_interrupt
-from harness.run.spec import TestSpec
-from harness.rundir.names import CAMPAIGN_FILE, CAMPAIGN_RUNS_DIR, CAMPAIGNS_DIR, LATEST, OUTCOME_FILE
-from harness.rundir.store import new_run_dir
-from harness.rundir.atomic import write_atomically
+from fencepost import IMPORT_ROOT
+from fencepost.harness.campaign.expect import judge, judged_again, status_of
+from fencepost.harness.campaign.junit import JUNIT_FILE, write_junit
+from fencepost.harness.campaign.plan import Campaign, PlannedRun
+from fencepost.harness.campaign.slots import first_subnet, for_slot
+from fencepost.harness.errors import EXIT_CRASH, EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, BadInput
+from fencepost.harness.processes.interrupts import sigterm_as_interrupt
+from fencepost.harness.run.spec import TestSpec
+from fencepost.harness.rundir.names import CAMPAIGN_FILE, CAMPAIGN_RUNS_DIR, CAMPAIGNS_DIR, LATEST, OUTCOME_FILE
+from fencepost.harness.rundir.store import new_run_dir
+from fencepost.harness.rundir.atomic import write_atomically
 
 CONSOLE_FILE = "console.log"
 HEARTBEAT_S = 30.0
@@ -227,17 +228,16 @@ class ChildRun:
     """One run in a child process (harness/campaign/child.py), its output in console.log."""
 
     def __init__(self, spec: TestSpec, where: Path) -> None:
-        import harness
         self.where = where
         self.spec_file = where / "spec.json"
         self.result_file = where / "result.json"
         self.result_file.unlink(missing_ok=True)
         _write_json(self.spec_file, {**spec.to_json(), "results": str(where)})
-        root = str(Path(harness.__file__).resolve().parent.parent)  # the child runs this very code
+        root = str(IMPORT_ROOT)  # the child runs this very code
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
         self.console = open(where / CONSOLE_FILE, "ab")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "harness.campaign.child", str(self.spec_file), str(self.result_file)],
+            [sys.executable, "-m", "fencepost.harness.campaign.child", str(self.spec_file), str(self.result_file)],
             stdin=subprocess.DEVNULL, stdout=self.console, stderr=subprocess.STDOUT, env=env,
             start_new_session=True)  # a terminal's Ctrl-C reaches the campaign only, which ends each run once
         self.began = time.monotonic()
@@ -314,7 +314,7 @@ def _clean_after(where: Path) -> None:
     if not names:
         return
     try:
-        from clusters import cleanup_everything
+        from fencepost.clusters import cleanup_everything
         cleanup_everything(names)
     except Exception as e:  # cleanup must not end the campaign; `fencepost cleanup` can do it later
         print(f"campaign: cleanup after {where.name}: {type(e).__name__}: {e}", file=sys.stderr)

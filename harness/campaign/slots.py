@@ -19,9 +19,9 @@ import ipaddress
 from dataclasses import replace
 from typing import Iterable
 
-from clusters import ClusterConfigError, check_backend_options
-from harness.errors import BadInput
-from harness.run.spec import TestSpec
+from fencepost.clusters import ClusterConfigError, check_backend_options
+from fencepost.harness.errors import BadInput
+from fencepost.harness.run.spec import TestSpec
 
 SUBNET_BACKENDS = ("netns", "docker")
 
@@ -35,7 +35,7 @@ def first_subnet(spec: TestSpec, given: str | None) -> str | None:
     subnet = spec.backend_options.get("subnet")
     if subnet:
         return str(subnet)
-    from clusters import default_subnet
+    from fencepost.clusters import default_subnet
     return default_subnet(spec.backend) if spec.backend == "netns" else None
 
 

@@ -25,13 +25,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.campaign.expect import Expectation, status_of
-from harness.rundir.campaigns import read_outcomes, read_plan, run_dir_of
-from harness.compare.formats import as_dict
-from harness.rundir.names import REPORT_FILE
-from harness.compare.order import label
-from harness.compare.table import Row
-from harness.errors import EXIT_CRASH, EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, BadInput
+from fencepost.harness.campaign.expect import Expectation, status_of
+from fencepost.harness.rundir.campaigns import read_outcomes, read_plan, run_dir_of
+from fencepost.harness.compare.formats import as_dict
+from fencepost.harness.rundir.names import REPORT_FILE
+from fencepost.harness.compare.order import label
+from fencepost.harness.compare.table import Row
+from fencepost.harness.errors import EXIT_CRASH, EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, BadInput
 
 
 @dataclass(frozen=True)
@@ -101,9 +101,9 @@ class CampaignSummary:
 
 
 def summarize(directories: list[Path], baseline: str | None = None) -> CampaignSummary:
-    from harness.compare.collect import crashed_result, result_of
-    from harness.compare.significance import Baseline, with_p_values
-    from harness.compare.table import rows
+    from fencepost.harness.compare.collect import crashed_result, result_of
+    from fencepost.harness.compare.significance import Baseline, with_p_values
+    from fencepost.harness.compare.table import rows
 
     if not directories:
         raise BadInput("give at least one campaign directory")

@@ -19,8 +19,8 @@ import io
 import json
 from pathlib import Path
 
-from harness.campaign.summary import CampaignSummary, ConfigLine, to_json
-from harness.compare.formats import LIVENESS_LEGEND, liveness_cell, liveness_kinds, p_cell, runs_cell, seconds
+from fencepost.harness.campaign.summary import CampaignSummary, ConfigLine, to_json
+from fencepost.harness.compare.formats import LIVENESS_LEGEND, liveness_cell, liveness_kinds, p_cell, runs_cell, seconds
 
 FORMATS = ("text", "json", "markdown")
 CSV_COLUMNS = ("system", "truncation", "faults", "expected", "runs", "judged", "invalid", "unknown", "crashed",

@@ -23,8 +23,8 @@ from __future__ import annotations
 import statistics
 from typing import Iterable
 
-from checkers.anomaly import Anomaly
-from checkers.partition import PartitionHistory
+from fencepost.checkers.anomaly import Anomaly
+from fencepost.checkers.partition import PartitionHistory
 
 
 def first_evidence_ns(ph: PartitionHistory, anomalies: Iterable[Anomaly], invalid: frozenset[str]) -> int | None:

@@ -27,12 +27,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from clusters import fatal_markers
-from harness.rundir.history import NEMESIS, Op, iter_plain
-from harness.report.bands import HEAL, Band, NemesisOp, nemesis_bands
-from harness.report.clients import client_log
-from harness.report.lag import LagSeries, RealtimeLag
-from harness.rundir.names import HISTORY_FILE, NODES_DIR
+from fencepost.clusters import fatal_markers
+from fencepost.harness.rundir.history import NEMESIS, Op, iter_plain
+from fencepost.harness.report.bands import HEAL, Band, NemesisOp, nemesis_bands
+from fencepost.harness.report.clients import client_log
+from fencepost.harness.report.lag import LagSeries, RealtimeLag
+from fencepost.harness.rundir.names import HISTORY_FILE, NODES_DIR
 
 MAX_MARKERS = 50  # per run: the first ones say what happened; the count says how often
 MAX_LISTED = 50  # unavailability windows and stuck consumers listed (all counted)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from checkers.partition import Commit, Resume
+from fencepost.checkers.partition import Commit, Resume
 
 PartitionKey = tuple[str, int]
 

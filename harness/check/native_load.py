@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from checkers.partition import PartitionHistory, Poll, ReplicaState, Reset, Send
-from harness.rundir.final_log import NO_FINAL_READ, FinalLog, FinalState, final_state
-from harness.rundir.history import HistoryCounts
+from fencepost.checkers.partition import PartitionHistory, Poll, ReplicaState, Reset, Send
+from fencepost.harness.rundir.final_log import NO_FINAL_READ, FinalLog, FinalState, final_state
+from fencepost.harness.rundir.history import HistoryCounts
 
 try:
-    from harness import _native
+    from fencepost.harness import _native
 except ImportError:  # built without a C compiler: the exact readers read every file
     _native = None
 

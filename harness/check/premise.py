@@ -18,8 +18,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.rundir.history import NEMESIS, iter_plain
-from harness.rundir.names import HISTORY_FILE
+from fencepost.harness.rundir.history import NEMESIS, iter_plain
+from fencepost.harness.rundir.names import HISTORY_FILE
 
 KEY = b'"premise"'  # only history lines with it are decoded
 

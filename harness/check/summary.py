@@ -16,16 +16,16 @@ from typing import Any, TextIO
 
 import orjson
 
-from checkers.check import PartitionReport
-from harness.errors import BadInput, printable
-from harness.rundir.history import lines_at
-from harness.check.liveness import describe as describe_liveness, liveness
-from harness.check.loading import LoadedRun
-from harness.check.premise import describe as describe_premise, premise
-from harness.rundir.atomic import write_atomically
-from harness.rundir.names import HISTORY_FILE, RESULTS_FILE
-from harness.check.verdict import Verdict
-from harness.rundir.record import jsonable as _jsonable, one_line, op_indices, partition_name, verdict_word
+from fencepost.checkers.check import PartitionReport
+from fencepost.harness.errors import BadInput, printable
+from fencepost.harness.rundir.history import lines_at
+from fencepost.harness.check.liveness import describe as describe_liveness, liveness
+from fencepost.harness.check.loading import LoadedRun
+from fencepost.harness.check.premise import describe as describe_premise, premise
+from fencepost.harness.rundir.atomic import write_atomically
+from fencepost.harness.rundir.names import HISTORY_FILE, RESULTS_FILE
+from fencepost.harness.check.verdict import Verdict
+from fencepost.harness.rundir.record import jsonable as _jsonable, one_line, op_indices, partition_name, verdict_word
 
 EXAMPLES_PER_ANOMALY = 20
 OPS_PER_EXAMPLE = 12

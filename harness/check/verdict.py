@@ -28,11 +28,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Literal
 
-from checkers import anomaly as A
-from checkers.check import PartitionReport
-from harness.errors import EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID
-from harness.rundir.names import FINAL_FILE, HISTORY_FILE
-from harness.check.loading import LoadedRun
+from fencepost.checkers import anomaly as A
+from fencepost.checkers.check import PartitionReport
+from fencepost.harness.errors import EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID
+from fencepost.harness.rundir.names import FINAL_FILE, HISTORY_FILE
+from fencepost.harness.check.loading import LoadedRun
 
 Valid = bool | Literal["unknown"]
 

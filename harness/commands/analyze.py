@@ -29,9 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.analysis.runs import analyzed_runs, find_expectations
-    from harness.rundir.campaigns import is_campaign, read_plan
-    from harness.errors import BadInput
+    from fencepost.harness.analysis.runs import analyzed_runs, find_expectations
+    from fencepost.harness.rundir.campaigns import is_campaign, read_plan
+    from fencepost.harness.errors import BadInput
 
     confs = spark_settings(args.conf)
     runs = analyzed_runs(args.paths)
@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
                                       if p.is_dir() and is_campaign(p) and read_plan(p).get("baseline")), None)
     out = args.out or (args.paths[0] / "analysis")
     try:
-        from harness.analysis.job import run_job, spark_session
+        from fencepost.harness.analysis.job import run_job, spark_session
     except ImportError as e:
         raise BadInput(f"fencepost analyze needs PySpark, pandas and pyarrow ({e}): pip install 'fencepost[spark]'")
     spark = spark_session(args.master, confs)
@@ -47,8 +47,8 @@ def run(args: argparse.Namespace) -> int:
         verdicts = run_job(spark, runs, out)
     finally:
         spark.stop()
-    from harness.analysis.output import configuration_rows, write_outputs
-    from harness.compare.formats import render
+    from fencepost.harness.analysis.output import configuration_rows, write_outputs
+    from fencepost.harness.compare.formats import render
 
     written = write_outputs(verdicts, out, args.paths[0].resolve().name, baseline, find_expectations(args.paths))
     print(render(configuration_rows(verdicts, baseline), against=baseline))
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def spark_settings(pairs: list[str]) -> dict[str, str]:
-    from harness.errors import BadInput
+    from fencepost.harness.errors import BadInput
 
     settings = {}
     for pair in pairs:

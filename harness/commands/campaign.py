@@ -9,7 +9,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from harness.commands.arguments import positive
+from fencepost.harness.commands.arguments import positive
 
 NAME = "campaign"
 HELP = ("run a campaign: a matrix of configurations and seeds, each run judged against what it should yield; "
@@ -26,7 +26,7 @@ EXAMPLES = (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from harness.campaign.summary_formats import FORMATS
+    from fencepost.harness.campaign.summary_formats import FORMATS
 
     parser.add_argument("file", type=Path, metavar="FILE.toml", help="the campaign (campaigns/*.toml)")
     parser.add_argument("--resume", action="store_true",
@@ -57,11 +57,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.campaign.execute import run_planned
-    from harness.campaign.plan import PlannedRun, Shard, load_campaign
-    from harness.campaign.runner import Options, campaign_dir, run_campaign
-    from harness.campaign.slots import check_slots
-    from harness.index.page import refresh_index
+    from fencepost.harness.campaign.execute import run_planned
+    from fencepost.harness.campaign.plan import PlannedRun, Shard, load_campaign
+    from fencepost.harness.campaign.runner import Options, campaign_dir, run_campaign
+    from fencepost.harness.campaign.slots import check_slots
+    from fencepost.harness.index.page import refresh_index
 
     campaign = load_campaign(args.file)
     if args.shard:
@@ -93,8 +93,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _report(directory: Path, args: argparse.Namespace) -> None:
-    from harness.campaign.report import write_campaign_report
-    from harness.campaign.summary_formats import render
+    from fencepost.harness.campaign.report import write_campaign_report
+    from fencepost.harness.campaign.summary_formats import render
 
     if not any(directory.glob("runs/*/outcome.json")):
         return
@@ -106,7 +106,7 @@ def _report(directory: Path, args: argparse.Namespace) -> None:
 
 
 def _print_plan(campaign, args: argparse.Namespace) -> int:
-    from harness.campaign.estimate import duration, estimate
+    from fencepost.harness.campaign.estimate import duration, estimate
 
     share = campaign.share
     estimates, total = estimate(share, args.results, args.parallel)

@@ -6,7 +6,7 @@ import sys
 from importlib.util import find_spec
 from pathlib import Path
 
-from harness.commands.arguments import positive
+from fencepost.harness.commands.arguments import positive
 
 NAME = "check"
 HELP = "check a run directory: write results.json, print the verdict (exit 0/1/2)"
@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=("text", "json", "markdown"), default="text",
                         help="the summary printed: text (a table, the default), json (verdict, counts, an example "
                              "of each anomaly, reasons, liveness) or markdown (a GitHub table)")
-    parser.epilog = _READERS if find_spec("harness._native") else _NO_C_READER
+    parser.epilog = _READERS if find_spec("fencepost.harness._native") else _NO_C_READER
 
 
 _READERS = ("history.jsonl and final.jsonl are read by the C reader (harness._native); a file it "
@@ -44,9 +44,9 @@ _NO_C_READER = ("history.jsonl and final.jsonl are read by the Python readers: t
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from harness.check.checking import check_run
-    from harness.provenance import python_reader_notice
-    from harness.check.summary import RESULTS_FILE, summary_document, summary_markdown
+    from fencepost.harness.check.checking import check_run
+    from fencepost.harness.provenance import python_reader_notice
+    from fencepost.harness.check.summary import RESULTS_FILE, summary_document, summary_markdown
 
     notice = python_reader_notice()
     if notice is not None:

@@ -8,7 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from harness.errors import EXIT_VALID
+from fencepost.harness.errors import EXIT_VALID
 
 NAME = "cleanup"
 HELP = ("remove what crashed runs left: fp-* namespaces, links, rules, containers, marked processes, "
@@ -34,12 +34,12 @@ EXAMPLES = (
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.rundir.atomic import remove_stale_partials_under
+    from fencepost.harness.rundir.atomic import remove_stale_partials_under
 
     removed: list[str] = []
     skipped: list[str] = []
     if not args.only_partials:
-        from clusters import cleanup_everything
+        from fencepost.clusters import cleanup_everything
 
         removed, skipped = cleanup_everything(args.cluster)
     removed += [f"{path} (a killed writer's partial file)" for path in remove_stale_partials_under(args.results)]

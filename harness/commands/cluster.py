@@ -12,10 +12,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from clusters import BACKENDS
-from clusters import TRUNCATIONS
-from harness.commands import examples
-from harness.errors import EXIT_VALID, BadInput
+from fencepost.clusters import BACKENDS
+from fencepost.clusters import TRUNCATIONS
+from fencepost.harness.commands import examples
+from fencepost.harness.errors import EXIT_VALID, BadInput
 
 NAME = "cluster"
 HELP = "start, inspect or stop a cluster left running (up, status, down)"
@@ -72,7 +72,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from clusters import ClusterConfigError, HostError
+    from fencepost.clusters import ClusterConfigError, HostError
 
     try:
         if args.action == "up":
@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def cluster_dir(results: Path, name: str) -> Path:
-    from clusters import check_name
+    from fencepost.clusters import check_name
     return results / "clusters" / check_name(name)
 
 
@@ -110,12 +110,12 @@ def parse_backend_options(pairs: list[str], flag: str = "--backend-option") -> d
 
 
 def _up(args: argparse.Namespace) -> int:
-    from clusters import Cluster, ClusterSpec
-    from clusters import default_backend
-    from clusters import state_path
-    from clusters import TopicSpec
-    from harness.processes.interrupts import sigterm_as_interrupt
-    from harness.run.spec import MAX_NODES, MAX_PARTITIONS, TOPIC_NAME
+    from fencepost.clusters import Cluster, ClusterSpec
+    from fencepost.clusters import default_backend
+    from fencepost.clusters import state_path
+    from fencepost.clusters import TopicSpec
+    from fencepost.harness.processes.interrupts import sigterm_as_interrupt
+    from fencepost.harness.run.spec import MAX_NODES, MAX_PARTITIONS, TOPIC_NAME
 
     if not 1 <= args.nodes <= MAX_NODES:
         raise BadInput(f"--nodes {args.nodes}: give 1..{MAX_NODES} brokers")
@@ -160,8 +160,8 @@ def _print_nodes(cluster) -> None:
 def _status(args: argparse.Namespace) -> int:
     import json
 
-    from clusters import Cluster
-    from clusters import recorded_clusters
+    from fencepost.clusters import Cluster
+    from fencepost.clusters import recorded_clusters
 
     names = [args.name] if args.name else [d.name for d in recorded_clusters(args.results / "clusters")]
     clusters = [Cluster.attach(cluster_dir(args.results, name)) for name in names]
@@ -203,7 +203,7 @@ def _status_markdown(cluster) -> str:
 
 
 def _down(args: argparse.Namespace) -> int:
-    from clusters import Cluster
+    from fencepost.clusters import Cluster
 
     name = args.name or DEFAULT_NAME
     cluster = Cluster.attach(cluster_dir(args.results, name))

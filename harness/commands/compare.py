@@ -12,8 +12,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from harness.compare.formats import FORMATS
-from harness.rundir.atomic import NotRegularFile, refuse_unless_regular, write_atomically
+from fencepost.harness.compare.formats import FORMATS
+from fencepost.harness.rundir.atomic import NotRegularFile, refuse_unless_regular, write_atomically
 
 NAME = "compare"
 CSV_FILE = "compare.csv"
@@ -42,12 +42,12 @@ EXAMPLES = (
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.compare.collect import collect
-    from harness.compare.formats import render, to_csv
-    from harness.compare.plot import plot_rates
-    from harness.compare.significance import Baseline, groups_without, with_p_values
-    from harness.compare.table import rows
-    from harness.errors import BadInput, printable
+    from fencepost.harness.compare.collect import collect
+    from fencepost.harness.compare.formats import render, to_csv
+    from fencepost.harness.compare.plot import plot_rates
+    from fencepost.harness.compare.significance import Baseline, groups_without, with_p_values
+    from fencepost.harness.compare.table import rows
+    from fencepost.harness.errors import BadInput, printable
 
     baseline = Baseline.parse(args.baseline) if args.baseline is not None else None
     results = collect(args.paths)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from harness.errors import EXIT_VALID
+from fencepost.harness.errors import EXIT_VALID
 
 NAME = "completion"
 HELP = "print a shell completion script for bash or zsh (generated from fencepost's parser)"

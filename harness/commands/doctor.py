@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from harness.errors import EXIT_VALID
+from fencepost.harness.errors import EXIT_VALID
 
 NAME = "doctor"
 HELP = "say what this machine can run (root, ip, iptables, Docker, java, mvn, Chromium, ...) and how to fix the rest"
@@ -26,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import orjson
 
-    from harness.doctor import examine
+    from fencepost.harness.doctor import examine
 
     findings = examine()
     if args.format == "json":

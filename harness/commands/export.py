@@ -5,7 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from harness.errors import EXIT_VALID, BadInput
+from fencepost.harness.errors import EXIT_VALID, BadInput
 
 NAME = "export"
 HELP = "export a run's history for other tools (--edn: Jepsen's kafka workload form)"
@@ -24,9 +24,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.edn import export_edn
-    from harness.rundir.atomic import NotRegularFile
-    from harness.rundir.find import history_of
+    from fencepost.harness.edn import export_edn
+    from fencepost.harness.rundir.atomic import NotRegularFile
+    from fencepost.harness.rundir.find import history_of
 
     if not args.edn:
         raise BadInput("choose an export format: --edn (the only one so far)")

@@ -13,8 +13,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from harness.commands import examples
-from harness.errors import EXIT_VALID, BadInput
+from fencepost.harness.commands import examples
+from fencepost.harness.errors import EXIT_VALID, BadInput
 
 NAME = "nemesis"
 HELP = "inject a fault into a running cluster by hand, or heal it (start, heal)"
@@ -27,7 +27,7 @@ EXAMPLES = (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from nemesis.spec import PARTITION_TARGETS, PROCESS_TARGETS
+    from fencepost.nemesis.spec import PARTITION_TARGETS, PROCESS_TARGETS
 
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True,
                                     parser_class=type(parser))
@@ -55,12 +55,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import orjson
 
-    from clusters import Cluster
-    from clusters import ClusterConfigError, HostError
-    from harness.commands.cluster import cluster_dir
-    from harness.rundir.history import HistoryWriter, Recorder
-    from harness.run.spec import MAX_SECONDS
-    from nemesis import heal_cluster, parse_fault, start_fault
+    from fencepost.clusters import Cluster
+    from fencepost.clusters import ClusterConfigError, HostError
+    from fencepost.harness.commands.cluster import cluster_dir
+    from fencepost.harness.rundir.history import HistoryWriter, Recorder
+    from fencepost.harness.run.spec import MAX_SECONDS
+    from fencepost.nemesis import heal_cluster, parse_fault, start_fault
 
     if not 0 < args.timeout <= MAX_SECONDS:  # also nan
         raise BadInput(f"--timeout {args.timeout:g}: give seconds > 0, at most {MAX_SECONDS:g}")

@@ -26,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def overrides(args: argparse.Namespace, test: dict) -> dict:
-    from harness.commands.cluster import parse_backend_options
+    from fencepost.harness.commands.cluster import parse_backend_options
 
     changed = {"results": args.results or "results", "seed": args.seed}
     if args.backend_option:
@@ -36,14 +36,14 @@ def overrides(args: argparse.Namespace, test: dict) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.errors import EXIT_CRASH, printable
-    from harness.index.page import refresh_index
-    from harness.replay.rerun import invalidating, recorded_test, rerun_spec
-    from harness.replay.script import flatten, recorded_script
-    from harness.rundir.names import RESULTS_FILE
-    from harness.run.progress import Progress
-    from harness.run.runner import RunError, run_test, verdict_text
-    from harness.run.spec_toml import value_toml
+    from fencepost.harness.errors import EXIT_CRASH, printable
+    from fencepost.harness.index.page import refresh_index
+    from fencepost.harness.replay.rerun import invalidating, recorded_test, rerun_spec
+    from fencepost.harness.replay.script import flatten, recorded_script
+    from fencepost.harness.rundir.names import RESULTS_FILE
+    from fencepost.harness.run.progress import Progress
+    from fencepost.harness.run.runner import RunError, run_test, verdict_text
+    from fencepost.harness.run.spec_toml import value_toml
 
     test = recorded_test(args.run_dir)
     units = recorded_script(args.run_dir, float(test.get("time_limit") or 60))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from harness.errors import EXIT_VALID
+from fencepost.harness.errors import EXIT_VALID
 
 NAME = "report"
 HELP = ("write a run's report.html, history.html, timeline.html, trace pages and plots/ (again) from its "
@@ -22,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.report import write_report
+    from fencepost.harness.report import write_report
 
     print(f"report: {write_report(args.run_dir)}")
     return EXIT_VALID

@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from harness.errors import EXIT_CRASH
+from fencepost.harness.errors import EXIT_CRASH
 
 NAME = "run"
 HELP = "run a chaos test end to end: cluster, traffic, faults, heal, final reads, check, report"
@@ -25,7 +25,7 @@ EXAMPLES = (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from harness.run.spec import BACKENDS, FLUSHES, SCHEDULES, TRUNCATIONS
+    from fencepost.harness.run.spec import BACKENDS, FLUSHES, SCHEDULES, TRUNCATIONS
 
     parser.add_argument("--config", type=Path, metavar="FILE.toml",
                         help="a test spec (docs/RUN.md lists its settings); flags override it")
@@ -67,15 +67,15 @@ def _choices(names: tuple[str, ...]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.commands.cluster import parse_backend_options
-    from harness.index.page import refresh_index
-    from harness.run.progress import Progress
-    from harness.run.runner import RunError, run_test
-    from harness.run.spec import build_spec, load_toml
-    from harness.check.liveness import describe as describe_liveness
-    from harness.check.premise import describe as describe_premise
-    from harness.provenance import python_reader_notice
-    from harness.rundir.record import verdict_word
+    from fencepost.harness.commands.cluster import parse_backend_options
+    from fencepost.harness.index.page import refresh_index
+    from fencepost.harness.run.progress import Progress
+    from fencepost.harness.run.runner import RunError, run_test
+    from fencepost.harness.run.spec import build_spec, load_toml
+    from fencepost.harness.check.liveness import describe as describe_liveness
+    from fencepost.harness.check.premise import describe as describe_premise
+    from fencepost.harness.provenance import python_reader_notice
+    from fencepost.harness.rundir.record import verdict_word
 
     notice = python_reader_notice()
     if notice is not None:

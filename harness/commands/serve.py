@@ -7,7 +7,7 @@ import signal
 import sys
 from pathlib import Path
 
-from harness.errors import EXIT_VALID
+from fencepost.harness.errors import EXIT_VALID
 
 NAME = "serve"
 HELP = "serve the results folder over HTTP: the runs by verdict, their reports and files"
@@ -37,7 +37,7 @@ def _port(text: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.serve import make_server, serve
+    from fencepost.harness.serve import make_server, serve
 
     server = make_server(args.results, args.host, args.port, log=sys.stderr)
     if args.host not in ("127.0.0.1", "localhost", "::1"):

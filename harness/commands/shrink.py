@@ -9,8 +9,8 @@ import json
 import sys
 from pathlib import Path
 
-from harness.commands.arguments import positive
-from harness.rundir.atomic import write_atomically
+from fencepost.harness.commands.arguments import positive
+from fencepost.harness.rundir.atomic import write_atomically
 
 NAME = "shrink"
 HELP = "reduce a failing run's faults to the smallest script that still yields its anomaly; writes a runnable TOML"
@@ -41,15 +41,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.commands.cluster import parse_backend_options
-    from harness.errors import EXIT_UNKNOWN, BadInput, printable
-    from harness.index.page import refresh_index
-    from harness.replay.rerun import invalidating, recorded_test, rerun_spec
-    from harness.replay.script import recorded_script
-    from harness.replay.shrink import Candidate, Shrinker, Unreproduced
-    from harness.run.progress import Progress
-    from harness.run.runner import run_test
-    from harness.run.spec_toml import spec_toml
+    from fencepost.harness.commands.cluster import parse_backend_options
+    from fencepost.harness.errors import EXIT_UNKNOWN, BadInput, printable
+    from fencepost.harness.index.page import refresh_index
+    from fencepost.harness.replay.rerun import invalidating, recorded_test, rerun_spec
+    from fencepost.harness.replay.script import recorded_script
+    from fencepost.harness.replay.shrink import Candidate, Shrinker, Unreproduced
+    from fencepost.harness.run.progress import Progress
+    from fencepost.harness.run.runner import run_test
+    from fencepost.harness.run.spec_toml import spec_toml
 
     test = recorded_test(args.run_dir)
     found = invalidating(args.run_dir)

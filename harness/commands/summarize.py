@@ -19,7 +19,7 @@ EXAMPLES = (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from harness.campaign.summary_formats import FORMATS
+    from fencepost.harness.campaign.summary_formats import FORMATS
 
     parser.add_argument("paths", type=Path, nargs="+", metavar="CAMPAIGN_DIR",
                         help="a campaign directory, or the directories of one campaign's shards")
@@ -33,8 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.campaign.report import write_campaign_report
-    from harness.campaign.summary_formats import render
+    from fencepost.harness.campaign.report import write_campaign_report
+    from fencepost.harness.campaign.summary_formats import render
 
     directories = [p.resolve() for p in args.paths]
     summary, written = write_campaign_report(directories, args.out, args.baseline)

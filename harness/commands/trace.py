@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from harness.errors import EXIT_VALID, BadInput
+from fencepost.harness.errors import EXIT_VALID, BadInput
 
 NAME = "trace"
 HELP = "follow a value (or an offset) through a run: sends, polls, final read, replicas, faults around"
@@ -45,8 +45,8 @@ def _seconds(text: str) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.report.trace_page import write_trace_page
-    from harness.report.trace import Target, parse_offset, trace_run
+    from fencepost.harness.report.trace_page import write_trace_page
+    from fencepost.harness.report.trace import Target, parse_offset, trace_run
 
     if (args.value is None) == (args.offset is None):
         raise BadInput("give a VALUE (e.g. 3-17) or --offset TOPIC/PARTITION/OFFSET (e.g. fp/0/264), "
@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
 
 def print_trace(trace, run_dir: Path, out) -> None:
     """The trace as the terminal shows it: the events, then final.jsonl per offset."""
-    from harness.errors import printable
+    from fencepost.harness.errors import printable
     target = trace.target
     print(printable(f"trace of {target.describe()} in {run_dir}"), file=out)  # the run's text, escaped
     print(f"\n{'time (s)':>12}  {'line(s)':<15} {'process':<8} what", file=out)

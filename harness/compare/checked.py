@@ -7,11 +7,11 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.check.checking import check_partitions
-from harness.check.detection import first_detection_s, first_evidence_ns
-from harness.check.liveness import liveness
-from harness.check.loading import load_run
-from harness.check.verdict import Valid, decide
+from fencepost.harness.check.checking import check_partitions
+from fencepost.harness.check.detection import first_detection_s, first_evidence_ns
+from fencepost.harness.check.liveness import liveness
+from fencepost.harness.check.loading import load_run
+from fencepost.harness.check.verdict import Valid, decide
 
 
 @dataclass(frozen=True)

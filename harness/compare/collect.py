@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from harness.errors import BadInput, printable
-from harness.rundir.find import has_history, is_campaign_dir, run_dirs
-from harness.rundir.names import CAMPAIGN_RUNS_DIR, OUTCOME_FILE, RESULTS_FILE, TEST_FILE
-from harness.rundir.record import configuration_of, read_object
+from fencepost.harness.errors import BadInput, printable
+from fencepost.harness.rundir.find import has_history, is_campaign_dir, run_dirs
+from fencepost.harness.rundir.names import CAMPAIGN_RUNS_DIR, OUTCOME_FILE, RESULTS_FILE, TEST_FILE
+from fencepost.harness.rundir.record import configuration_of, read_object
 
 Say = Callable[[str], None]
 COUNT_MAX = 2**63 - 1
@@ -80,7 +80,7 @@ def _runs_under(path: Path, say: Say) -> Iterator[RunResult]:
 
 
 def _from_outcome(outcome_file: Path, say: Say) -> Iterator[RunResult]:
-    from harness.rundir.campaigns import run_dir_of
+    from fencepost.harness.rundir.campaigns import run_dir_of
 
     try:
         outcome = read_object(outcome_file)
@@ -114,7 +114,7 @@ def crashed_result(where: Path, config: dict) -> RunResult:
 
 
 def _run(run_dir: Path, say: Say) -> RunResult:
-    from harness.compare.checked import check_in_memory
+    from fencepost.harness.compare.checked import check_in_memory
 
     configuration = configuration_of(read_object(run_dir / TEST_FILE)).key
     try:
@@ -185,7 +185,7 @@ def _is_count(n: Any) -> bool:
 
 
 def _show(value: Any) -> str:
-    from harness.errors import show
+    from fencepost.harness.errors import show
 
     return show(value, limit=60)
 

@@ -8,7 +8,7 @@ import io
 import json
 from typing import Any
 
-from harness.compare.table import Row
+from fencepost.harness.compare.table import Row
 
 FORMATS = ("text", "json", "markdown")
 HEADER = ("system", "truncation", "faults", "runs", "invalid", "invalid rate [95% CI]", "p (Fisher) vs",

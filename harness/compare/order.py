@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from clusters import TRUNCATIONS
+from fencepost.clusters import TRUNCATIONS
 
 _RELEASE = re.compile(r"(\d+(?:\.\d+)*)(?:-(.+))?")
 

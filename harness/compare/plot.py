@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.compare.table import Row
+from fencepost.harness.compare.table import Row
 
 GROUP_WIDTH = 0.8  # of the unit between two fault groups
 
@@ -65,7 +65,7 @@ def plot_rates(table: list[Row], path: Path) -> Path:
     a `path` that is a link or anything else than a regular file, never writing through it."""
     import matplotlib.pyplot as plt
 
-    from harness.rundir.atomic import atomic_file
+    from fencepost.harness.rundir.atomic import atomic_file
 
     fig = draw_rates(table)
     try:
@@ -78,5 +78,5 @@ def plot_rates(table: list[Row], path: Path) -> Path:
 
 
 def _version_order(row: Row) -> tuple:
-    from harness.compare.order import version_key
+    from fencepost.harness.compare.order import version_key
     return version_key(row.system, row.truncation)

@@ -16,11 +16,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from itertools import groupby
 
-from clusters import TRUNCATIONS
-from harness.compare.order import label
-from harness.compare.table import Row
-from harness.errors import BadInput
-from harness.compare.stats import two_rates_p
+from fencepost.clusters import TRUNCATIONS
+from fencepost.harness.compare.order import label
+from fencepost.harness.compare.table import Row
+from fencepost.harness.errors import BadInput
+from fencepost.harness.compare.stats import two_rates_p
 
 
 @dataclass(frozen=True)

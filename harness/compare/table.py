@@ -12,10 +12,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from harness.compare.collect import RunResult
-from harness.compare.order import row_key
-from harness.check.detection import median_s
-from harness.compare.stats import wilson_interval
+from fencepost.harness.compare.collect import RunResult
+from fencepost.harness.compare.order import row_key
+from fencepost.harness.check.detection import median_s
+from fencepost.harness.compare.stats import wilson_interval
 
 
 @dataclass(frozen=True)

@@ -23,11 +23,11 @@ from typing import Any
 
 import orjson
 
-from harness.rundir.atomic import write_atomically
-from harness.rundir.find import walk
-from harness.rundir.names import CAMPAIGN_FILE, CAMPAIGN_RUNS_DIR, OUTCOME_FILE, REPORT_FILE, RESULTS_FILE, TEST_FILE
-from harness.rundir.record import read_object, read_record
-from harness.rundir.store import run_started
+from fencepost.harness.rundir.atomic import write_atomically
+from fencepost.harness.rundir.find import walk
+from fencepost.harness.rundir.names import CAMPAIGN_FILE, CAMPAIGN_RUNS_DIR, OUTCOME_FILE, REPORT_FILE, RESULTS_FILE, TEST_FILE
+from fencepost.harness.rundir.record import read_object, read_record
+from fencepost.harness.rundir.store import run_started
 
 CACHE_FILE = ".index-cache.json"
 CACHE_VERSION = 1

@@ -16,12 +16,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from harness.campaign.child import SPEC_ONLY
-from harness.errors import BadInput
-from harness.rundir.names import RESULTS_FILE, TEST_FILE
-from harness.rundir.record import read_object, read_record
-from harness.replay.script import Entry
-from harness.run.spec import TestSpec, build_spec
+from fencepost.harness.campaign.child import SPEC_ONLY
+from fencepost.harness.errors import BadInput
+from fencepost.harness.rundir.names import RESULTS_FILE, TEST_FILE
+from fencepost.harness.rundir.record import read_object, read_record
+from fencepost.harness.replay.script import Entry
+from fencepost.harness.run.spec import TestSpec, build_spec
 
 
 def recorded_test(run_dir: Path) -> dict[str, Any]:

@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from harness.errors import BadInput, Problems, printable
-from harness.rundir.history import NEMESIS, iter_history
-from harness.rundir.names import HISTORY_FILE
-from nemesis.spec import FAULT_KINDS, stops_by_f
+from fencepost.harness.errors import BadInput, Problems, printable
+from fencepost.harness.rundir.history import NEMESIS, iter_history
+from fencepost.harness.rundir.names import HISTORY_FILE
+from fencepost.nemesis.spec import FAULT_KINDS, stops_by_f
 
 # The ops that start and heal each fault (the catalogue's, nemesis/spec.py).
 START_FS = {kind.start_f: name for name, kind in FAULT_KINDS.items() if kind.start_f}

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
-from harness.replay.script import Entry, Unit, flatten
+from fencepost.harness.replay.script import Entry, Unit, flatten
 
 LEAD_S = 2.0  # traffic runs this long before the first fault
 MIN_HOLD_S = 0.5

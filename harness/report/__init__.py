@@ -17,13 +17,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.rundir.names import REPORT_FILE
+from fencepost.harness.rundir.names import REPORT_FILE
 
 
 def write_report(run_dir: Path | str) -> Path:
     """Write RUN_DIR/report.html, history.html and plots/; returns the report's
     path (harness/report/build.py)."""
-    from harness.report.build import write_report as write
+    from fencepost.harness.report.build import write_report as write
 
     return write(run_dir)
 

@@ -35,7 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from nemesis.spec import FAULT_KINDS, stops_by_f
+from fencepost.nemesis.spec import FAULT_KINDS, stops_by_f
 
 # The ops that start and heal each fault (nemesis/spec.py), and a scenario's clean `stop` of a
 # node, which its `start` ends.

@@ -12,21 +12,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.errors import BadInput, Problems
-from harness.report.bands import nemesis_bands
-from harness.report.history_data import HistoryColumns
-from harness.report.history_viewer import write_history_page
-from harness.report.html import render_report
-from harness.report.inputs import linked_indices, load_inputs, trace_targets
-from harness.report.lag import RealtimeLag
-from harness.report.plots import PLOTS_DIR, write_plots
-from harness.report.scan import scan_history
-from harness.report.timeline import plot_timeline
-from harness.report.timeline_page import write_timeline_page
-from harness.report.trace_page import trace_href, write_trace_page
-from harness.rundir.atomic import output_folder, write_atomically
-from harness.rundir.names import REPORT_FILE
-from harness.report.trace import TraceCollector
+from fencepost.harness.errors import BadInput, Problems
+from fencepost.harness.report.bands import nemesis_bands
+from fencepost.harness.report.history_data import HistoryColumns
+from fencepost.harness.report.history_viewer import write_history_page
+from fencepost.harness.report.html import render_report
+from fencepost.harness.report.inputs import linked_indices, load_inputs, trace_targets
+from fencepost.harness.report.lag import RealtimeLag
+from fencepost.harness.report.plots import PLOTS_DIR, write_plots
+from fencepost.harness.report.scan import scan_history
+from fencepost.harness.report.timeline import plot_timeline
+from fencepost.harness.report.timeline_page import write_timeline_page
+from fencepost.harness.report.trace_page import trace_href, write_trace_page
+from fencepost.harness.rundir.atomic import output_folder, write_atomically
+from fencepost.harness.rundir.names import REPORT_FILE
+from fencepost.harness.report.trace import TraceCollector
 
 
 def write_report(run_dir: Path | str) -> Path:

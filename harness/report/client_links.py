@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.report.clients import ClientFiles, ClientLog
-from harness.report.page import esc, href
+from fencepost.harness.report.clients import ClientFiles, ClientLog
+from fencepost.harness.report.page import esc, href
 
 
 def consumer_links(clients: ClientFiles, process: Any, debug: str | None) -> str:

@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import BadInput
-from harness.rundir.names import CLIENTS_DIR
-from harness.rundir.safe_names import contained
+from fencepost.harness.errors import BadInput
+from fencepost.harness.rundir.names import CLIENTS_DIR
+from fencepost.harness.rundir.safe_names import contained
 
 HEADER_BYTES = 8 << 20  # of a log read for its header lines (a flushed ring is ~1-5 MiB)
 MAX_REASONS = 8  # header lines kept per log

@@ -14,9 +14,9 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from harness.report.bands import SCENARIO, Band
-from harness.report.colours import fault_colour
-from harness.rundir.atomic import atomic_file
+from fencepost.harness.report.bands import SCENARIO, Band
+from fencepost.harness.report.colours import fault_colour
+from fencepost.harness.rundir.atomic import atomic_file
 
 DPI = 100
 WIDTH_IN = 11.0

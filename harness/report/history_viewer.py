@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.report.history_data import DECODE_JS, HistoryBlobs
-from harness.report.page import esc, page
-from harness.rundir.atomic import write_atomically
+from fencepost.harness.report.history_data import DECODE_JS, HistoryBlobs
+from fencepost.harness.report.page import esc, page
+from fencepost.harness.rundir.atomic import write_atomically
 
 HISTORY_PAGE = "history.html"
 ROW_PX = 22

@@ -18,22 +18,22 @@ from typing import Any
 
 import orjson
 
-from checkers.anomaly import DEFINITIONS
-from harness.check.premise import describe as describe_premise
-from harness.report.bands import Band
-from harness.report.client_links import clients_section, consumer_links
-from harness.report.clients import ClientFiles, debug_was
-from harness.report.history_viewer import HISTORY_PAGE
-from harness.report.inputs import RunInputs, example_targets, node_files, run_files, setting
-from harness.report.lag import RealtimeLag
-from harness.report.page import IMAGE_CHECK_SCRIPT, esc, href, page, verdict_badge
-from harness.report.plots import PlotFile
-from harness.report.scan import NO_TIME, ScannedHistory
-from harness.report.timeline_page import TIMELINE_PAGE
-from harness.rundir.store import format_time, run_started
-from harness.rundir.record import one_line, op_indices
-from harness.report.trace import Target
-from harness.rundir.record import verdict_word
+from fencepost.checkers.anomaly import DEFINITIONS
+from fencepost.harness.check.premise import describe as describe_premise
+from fencepost.harness.report.bands import Band
+from fencepost.harness.report.client_links import clients_section, consumer_links
+from fencepost.harness.report.clients import ClientFiles, debug_was
+from fencepost.harness.report.history_viewer import HISTORY_PAGE
+from fencepost.harness.report.inputs import RunInputs, example_targets, node_files, run_files, setting
+from fencepost.harness.report.lag import RealtimeLag
+from fencepost.harness.report.page import IMAGE_CHECK_SCRIPT, esc, href, page, verdict_badge
+from fencepost.harness.report.plots import PlotFile
+from fencepost.harness.report.scan import NO_TIME, ScannedHistory
+from fencepost.harness.report.timeline_page import TIMELINE_PAGE
+from fencepost.harness.rundir.store import format_time, run_started
+from fencepost.harness.rundir.record import one_line, op_indices
+from fencepost.harness.report.trace import Target
+from fencepost.harness.rundir.record import verdict_word
 
 EXAMPLES_SHOWN = 3  # per anomaly in the table; the others fold away
 EXAMPLE_CHARS = 400

@@ -14,10 +14,10 @@ from typing import Any
 
 import orjson
 
-from harness.report.clients import ClientFiles, client_files
-from harness.rundir.names import NODES_DIR, RESULTS_FILE, RUN_FILES, TEST_FILE
-from harness.rundir.record import op_indices
-from harness.report.trace import Target
+from fencepost.harness.report.clients import ClientFiles, client_files
+from fencepost.harness.rundir.names import NODES_DIR, RESULTS_FILE, RUN_FILES, TEST_FILE
+from fencepost.harness.rundir.record import op_indices
+from fencepost.harness.report.trace import Target
 
 MAX_NODE_FILES = 300
 

@@ -25,7 +25,7 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.rundir.history import NEMESIS, Op
+from fencepost.harness.rundir.history import NEMESIS, Op
 
 Key = tuple[str, int]
 

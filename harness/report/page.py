@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 import orjson
 
-from harness.rundir.record import verdict_word
+from fencepost.harness.rundir.record import verdict_word
 
 VERDICT_COLOURS = {"valid": "#2E7D32", "invalid": "#C62828", "unknown": "#E65100"}
 

@@ -24,13 +24,13 @@ from typing import Any
 import numpy as np
 from matplotlib.lines import Line2D
 
-from harness.report.bands import Band
-from harness.report.lag import RealtimeLag
-from harness.report.figures import (
+from fencepost.harness.report.bands import Band
+from fencepost.harness.report.lag import RealtimeLag
+from fencepost.harness.report.figures import (
     NS_PER_S, legend, new_figure, placeholder, save, shade_bands, time_axis,
 )
-from harness.report.colours import TYPE_COLOURS
-from harness.report.scan import TYPE_NAMES, ScannedHistory
+from fencepost.harness.report.colours import TYPE_COLOURS
+from fencepost.harness.report.scan import TYPE_NAMES, ScannedHistory
 
 PLOTS_DIR = "plots"
 MAX_RAW_POINTS = 200_000

@@ -16,13 +16,13 @@ import numpy as np
 from matplotlib.colors import to_rgba
 from matplotlib.patches import Patch
 
-from harness.report.bands import Band
-from harness.report.figures import (
+from fencepost.harness.report.bands import Band
+from fencepost.harness.report.figures import (
     NS_PER_S, legend, new_figure, placeholder, save, shade_bands, time_axis,
 )
-from harness.report.colours import TYPE_COLOURS
-from harness.report.plots import PlotFile
-from harness.report.scan import FAIL, INFO, NO_TIME, OK, TYPE_NAMES, ScannedHistory
+from fencepost.harness.report.colours import TYPE_COLOURS
+from fencepost.harness.report.plots import PlotFile
+from fencepost.harness.report.scan import FAIL, INFO, NO_TIME, OK, TYPE_NAMES, ScannedHistory
 
 MAX_BARS = 4_000
 BINS = 1_500

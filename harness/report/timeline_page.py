@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.report.bands import SCENARIO, Band
-from harness.report.colours import TYPE_COLOURS, fault_colour
-from harness.report.history_data import DECODE_JS, HistoryBlobs
-from harness.report.page import esc, json_script, page
-from harness.rundir.atomic import write_atomically
+from fencepost.harness.report.bands import SCENARIO, Band
+from fencepost.harness.report.colours import TYPE_COLOURS, fault_colour
+from fencepost.harness.report.history_data import DECODE_JS, HistoryBlobs
+from fencepost.harness.report.page import esc, json_script, page
+from fencepost.harness.rundir.atomic import write_atomically
 
 TIMELINE_PAGE = "timeline.html"
 TEXT_LIMIT = 8 << 20

@@ -25,14 +25,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from checkers.partition import ReplicaState
-from harness.errors import BadInput, Problems
-from harness.rundir.final_log import iter_final
-from harness.rundir.history import NEMESIS, Op, iter_history
-from harness.rundir.find import history_of
-from harness.rundir.names import FINAL_FILE
-from harness.rundir.safe_names import safe_name
-from harness.report.bands import NemesisOp, pair_actions
+from fencepost.checkers.partition import ReplicaState
+from fencepost.harness.errors import BadInput, Problems
+from fencepost.harness.rundir.final_log import iter_final
+from fencepost.harness.rundir.history import NEMESIS, Op, iter_history
+from fencepost.harness.rundir.find import history_of
+from fencepost.harness.rundir.names import FINAL_FILE
+from fencepost.harness.rundir.safe_names import safe_name
+from fencepost.harness.report.bands import NemesisOp, pair_actions
 
 AROUND_S = 10.0
 OFFSET_FORM = re.compile(r"(.+)/(\d+)/(\d+)")

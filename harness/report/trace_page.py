@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.report.page import esc, page
-from harness.rundir.atomic import output_folder, write_atomically
-from harness.rundir.safe_names import contained
-from harness.report.trace import Trace
+from fencepost.harness.report.page import esc, page
+from fencepost.harness.rundir.atomic import output_folder, write_atomically
+from fencepost.harness.rundir.safe_names import contained
+from fencepost.harness.report.trace import Trace
 
 TRACE_DIR = "trace"
 

@@ -22,22 +22,22 @@ from typing import Any
 
 import orjson
 
-from clusters import Cluster, ClusterSpec
-from clusters import ClusterConfigError, HostError
-from clusters import TopicSpec
-from harness.check.checking import CheckOutcome, check_run
-from harness.errors import EXIT_CRASH, BadInput
-from harness.rundir.history import HistoryWriter, Recorder
-from harness.processes.interrupts import sigterm_as_interrupt
-from harness.provenance import versions
-from harness.run.progress import Progress, Status
-from harness.run.spec import TestSpec, cluster_options
-from harness.rundir.atomic import write_atomically
-from harness.rundir.final import add_final_lines
-from harness.rundir.names import CLIENTS_DIR, FINAL_FILE, HISTORY_FILE, LOG_FILE, NODES_DIR, TEST_FILE
-from harness.rundir.store import close_logger, new_run_dir, run_logger
-from harness.run.traffic import Traffic, start_traffic, write_final_reads
-from harness.rundir.record import verdict_word
+from fencepost.clusters import Cluster, ClusterSpec
+from fencepost.clusters import ClusterConfigError, HostError
+from fencepost.clusters import TopicSpec
+from fencepost.harness.check.checking import CheckOutcome, check_run
+from fencepost.harness.errors import EXIT_CRASH, BadInput
+from fencepost.harness.rundir.history import HistoryWriter, Recorder
+from fencepost.harness.processes.interrupts import sigterm_as_interrupt
+from fencepost.harness.provenance import versions
+from fencepost.harness.run.progress import Progress, Status
+from fencepost.harness.run.spec import TestSpec, cluster_options
+from fencepost.harness.rundir.atomic import write_atomically
+from fencepost.harness.rundir.final import add_final_lines
+from fencepost.harness.rundir.names import CLIENTS_DIR, FINAL_FILE, HISTORY_FILE, LOG_FILE, NODES_DIR, TEST_FILE
+from fencepost.harness.rundir.store import close_logger, new_run_dir, run_logger
+from fencepost.harness.run.traffic import Traffic, start_traffic, write_final_reads
+from fencepost.harness.rundir.record import verdict_word
 
 MAIN_GRACE_S = 30.0  # the nemesis may finish the action in progress after the time limit
 HALTING_STOP_S = 2.0  # a broker that logged it is halting: SIGTERM, then SIGKILL after this
@@ -169,7 +169,7 @@ def run_nemesis(nemesis: Any, duration: float, log: logging.Logger, crashes: lis
 def _main_heal_and_final_reads(spec: TestSpec, cluster: Cluster, recorder: Recorder, run_dir: Path,
                                progress: Progress, log: logging.Logger, outcome: RunOutcome,
                                started: float) -> None:
-    from nemesis import HealGuard, Nemesis, make_schedule
+    from fencepost.nemesis import HealGuard, Nemesis, make_schedule
 
     try:
         nemesis = (Nemesis(cluster, make_schedule(spec.nemesis.schedule, spec.faults, spec.nemesis.interval,
@@ -310,7 +310,7 @@ def _teardown(cluster: Cluster, run_dir: Path, progress: Progress, log: logging.
 
 def _report(run_dir: Path, log: logging.Logger, outcome: RunOutcome) -> Path | None:
     try:
-        from harness.report import write_report
+        from fencepost.harness.report import write_report
     except ImportError:
         return None
     try:

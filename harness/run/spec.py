@@ -15,11 +15,11 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping
 
-from clusters import BACKENDS, FLUSH_MODES as FLUSHES, TRUNCATIONS, default_truncation, is_kafka, netns_unavailable
-from harness.errors import BadInput
-from harness.rundir.names import RESERVED_NAMES
-from nemesis.spec import LAZY_FAULTS
-from workloads.client_log import DEFAULT_DEBUG, DEFAULT_LINES, check_debug
+from fencepost.clusters import BACKENDS, FLUSH_MODES as FLUSHES, TRUNCATIONS, default_truncation, is_kafka, netns_unavailable
+from fencepost.harness.errors import BadInput
+from fencepost.harness.rundir.names import RESERVED_NAMES
+from fencepost.nemesis.spec import LAZY_FAULTS
+from fencepost.workloads.client_log import DEFAULT_DEBUG, DEFAULT_LINES, check_debug
 
 SCHEDULES = ("fixed", "random", "scripted")
 CONSUMER_MODES = ("assign", "subscribe", "mixed")
@@ -371,9 +371,9 @@ def _numbers(data: Any, where: str) -> Any:
 # so that a bad value exits 254 before anything starts.
 
 def _check_nemesis(spec: TestSpec) -> None:
-    from clusters import ClusterConfigError
-    from nemesis import make_schedule
-    from nemesis.netem import NetemOptions
+    from fencepost.clusters import ClusterConfigError
+    from fencepost.nemesis import make_schedule
+    from fencepost.nemesis.netem import NetemOptions
     n = spec.nemesis
     try:
         NetemOptions.from_mapping(n.netem)
@@ -394,7 +394,7 @@ def _check_nemesis(spec: TestSpec) -> None:
                        "use --backend netns as root (scripts/provision installs ip and iptables) or --backend "
                        "docker, or choose faults without partitions (kill, pause)")
     if any(fault.kind.shapes_traffic for fault in schedule.faults):
-        from clusters import kernel_shaping_unavailable
+        from fencepost.clusters import kernel_shaping_unavailable
         why = kernel_shaping_unavailable(spec.backend)
         if why:
             raise BadInput(f"nemesis.faults: netem on the {spec.backend} backend: {why}; leave netem out here")
@@ -408,7 +408,7 @@ def cluster_options(spec: TestSpec) -> dict[str, Any]:
 
 
 def _check_system(spec: TestSpec) -> None:
-    from clusters import ClusterConfigError, check_backend_options, check_system, check_system_options
+    from fencepost.clusters import ClusterConfigError, check_backend_options, check_system, check_system_options
     if spec.system != "own" and not is_kafka(spec.system):
         raise BadInput(f"system = {spec.system!r}: choose own, or kafka:VERSION (e.g. kafka:3.9.1, kafka:0.10.2.2)")
     try:
@@ -426,7 +426,7 @@ def _check_system(spec: TestSpec) -> None:
 
 
 def _check_checker(spec: TestSpec) -> None:
-    from harness.rundir.test_file import checker_section
+    from fencepost.harness.rundir.test_file import checker_section
     unknown = sorted(set(spec.checker) - set(CHECKER_KEYS))
     if unknown:
         raise BadInput(f"unknown setting checker.{unknown[0]}: the settings of [checker] are {', '.join(CHECKER_KEYS)}")

@@ -13,8 +13,8 @@ import math
 import re
 from typing import Any, Mapping
 
-from harness.errors import printable
-from harness.run.spec import TestSpec
+from fencepost.harness.errors import printable
+from fencepost.harness.run.spec import TestSpec
 
 LEFT_OUT = ("results", "notes")
 TABLES = ("topic", "nemesis", "producer", "consumer", "timeouts", "backend_options", "system_options", "checker")

@@ -15,15 +15,15 @@ import time
 from pathlib import Path
 from typing import Callable, Sequence
 
-from harness.errors import BadInput
-from harness.rundir.history import Recorder
-from harness.run.spec import TestSpec
-from harness.rundir.final import add_final_lines, encode_lines
-from harness.run.scheduler import Lane, Scheduler, plan_processes
-from workloads.consumer import ConsumerOptions, ConsumerWorkload
-from workloads.final_read import final_read_lines
-from workloads.producer import ProducerOptions, ProducerWorkload
-from workloads.recording import WorkloadConfigError
+from fencepost.harness.errors import BadInput
+from fencepost.harness.rundir.history import Recorder
+from fencepost.harness.run.spec import TestSpec
+from fencepost.harness.rundir.final import add_final_lines, encode_lines
+from fencepost.harness.run.scheduler import Lane, Scheduler, plan_processes
+from fencepost.workloads.consumer import ConsumerOptions, ConsumerWorkload
+from fencepost.workloads.final_read import final_read_lines
+from fencepost.workloads.producer import ProducerOptions, ProducerWorkload
+from fencepost.workloads.recording import WorkloadConfigError
 
 QUIET_CLIENTS = {"log_level": 0}  # librdkafka's own log lines would interleave with the progress line
 

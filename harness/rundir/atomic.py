@@ -29,8 +29,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Iterator
 
-from harness.errors import BadInput
-from harness.rundir.safe_names import contained, safe_name
+from fencepost.harness.errors import BadInput
+from fencepost.harness.rundir.safe_names import contained, safe_name
 
 PARTIAL_SUFFIX = ".partial"
 # A temporary file's name starts with `.` and the file's name, cut and hashed (safe_names.py)

@@ -11,9 +11,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.errors import BadInput
-from harness.rundir.find import has_history, is_campaign_dir
-from harness.rundir.names import CAMPAIGN_FILE, CAMPAIGN_RUNS_DIR, OUTCOME_FILE
+from fencepost.harness.errors import BadInput
+from fencepost.harness.rundir.find import has_history, is_campaign_dir
+from fencepost.harness.rundir.names import CAMPAIGN_FILE, CAMPAIGN_RUNS_DIR, OUTCOME_FILE
 
 
 def is_campaign(path: Path) -> bool:

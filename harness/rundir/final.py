@@ -13,8 +13,8 @@ from typing import Any, Iterable, Sequence
 
 import orjson
 
-from harness.rundir.atomic import write_atomically
-from harness.rundir.names import FINAL_FILE
+from fencepost.harness.rundir.atomic import write_atomically
+from fencepost.harness.rundir.names import FINAL_FILE
 
 KINDS = ("read", "read-state", "replica", "replica-state")
 

@@ -35,9 +35,9 @@ import re
 
 import orjson
 
-from checkers.partition import PartitionHistory, ReplicaState
-from harness.errors import Problems, clip as _clip, show as _show
-from harness.rundir.history import (
+from fencepost.checkers.partition import PartitionHistory, ReplicaState
+from fencepost.harness.errors import Problems, clip as _clip, show as _show
+from fencepost.harness.rundir.history import (
     INT64_MAX, MAX_LINE_BYTES, TORN, _int, _int64_error, _skip_line, _too_long,
 )
 

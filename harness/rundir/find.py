@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from harness.errors import BadInput
-from harness.rundir.names import CAMPAIGN_FILE, HISTORY_FILE, NOT_RUNS, RUN_DIR_HELP, RUN_MARKERS
+from fencepost.harness.errors import BadInput
+from fencepost.harness.rundir.names import CAMPAIGN_FILE, HISTORY_FILE, NOT_RUNS, RUN_DIR_HELP, RUN_MARKERS
 
 
 @dataclass(frozen=True, slots=True)

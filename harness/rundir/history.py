@@ -42,7 +42,7 @@ from typing import Any, Iterator, Literal
 
 import orjson
 
-from harness.errors import Problems, clip as _clip, show as _show
+from fencepost.harness.errors import Problems, clip as _clip, show as _show
 
 _log = logging.getLogger("fencepost.history")
 

@@ -16,9 +16,9 @@ from typing import Any
 
 import orjson
 
-from clusters import default_truncation
-from harness.errors import BadInput
-from harness.rundir.names import RESULTS_FILE, TEST_FILE
+from fencepost.clusters import default_truncation
+from fencepost.harness.errors import BadInput
+from fencepost.harness.rundir.names import RESULTS_FILE, TEST_FILE
 
 NO_FAULTS = "none"
 # System options that say where the jars came from, not what runs: not part of a configuration.

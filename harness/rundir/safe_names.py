@@ -18,7 +18,7 @@ import hashlib
 import re
 from pathlib import Path
 
-from harness.errors import BadInput
+from fencepost.harness.errors import BadInput
 
 MAX_NAME = 120  # characters of a name safe_name makes (a page adds `.html`; file systems allow 255 bytes)
 HASH_CHARS = 16

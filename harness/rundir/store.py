@@ -17,10 +17,10 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from harness.errors import BadInput
-from harness.rundir.atomic import point_latest
-from harness.rundir.safe_names import plain_name
-from harness.rundir.names import LATEST, LOG_FILE
+from fencepost.harness.errors import BadInput
+from fencepost.harness.rundir.atomic import point_latest
+from fencepost.harness.rundir.safe_names import plain_name
+from fencepost.harness.rundir.names import LATEST, LOG_FILE
 
 # YYYYmmddTHHMMSS, an optional UTC offset (Z or +hhmm / -hhmm), then -<6 hex>.
 RUN_NAME = re.compile(r"(\d{8}T\d{6})(Z|[+-]\d{4})?-[0-9a-f]{6}")

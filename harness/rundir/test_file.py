@@ -13,10 +13,10 @@ from typing import Any
 
 import orjson
 
-from checkers.anomaly import ALL as ALL_ANOMALIES, default_invalid
-from checkers.partition import CheckOptions
-from harness.errors import BadInput
-from harness.rundir.names import TEST_FILE
+from fencepost.checkers.anomaly import ALL as ALL_ANOMALIES, default_invalid
+from fencepost.checkers.partition import CheckOptions
+from fencepost.harness.errors import BadInput
+from fencepost.harness.rundir.names import TEST_FILE
 
 LINEAR_METHODS = ("witness", "search")
 INT64_MAX = 2**63 - 1  # every integer of a run file is an int64 (docs/FORMATS.md)

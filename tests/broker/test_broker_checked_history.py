@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.check.checking import check_run
+from fencepost.harness.check.checking import check_run
 from tests.support.broker_support import start_broker
 from tests.support.scenario_support import ScenarioRun, dump_replica, final_read, write_final, write_test
 

@@ -1,4 +1,4 @@
-"""`python -m broker`: verbs, argument and configuration errors a person can act on, advertised addresses."""
+"""`python -m fencepost.broker`: verbs, argument and configuration errors a person can act on, advertised addresses."""
 from __future__ import annotations
 
 import subprocess
@@ -13,7 +13,7 @@ from tests.support.paths import ROOT
 
 
 def run_broker(*args: str, timeout: float = 20) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "broker", *args], cwd=ROOT, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "fencepost.broker", *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=timeout)
 
 

@@ -232,7 +232,7 @@ def test_lazy_mode_flush_timer_writes_the_log_out(tmp_path):
 
 
 def _segment_holds(segment: Path, count: int) -> bool:
-    from broker.storage import iter_batches
+    from fencepost.broker.storage import iter_batches
     data = segment.read_bytes()
     try:
         return sum(batch.record_count for batch in iter_batches(data)) >= count

@@ -8,7 +8,7 @@ from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
 from kafka.protocol.metadata.api_versions import ApiVersionsResponse
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 
-from broker.server.codec import FrameError, ResponseEncoder, decode_body, decode_header
+from fencepost.broker.server.codec import FrameError, ResponseEncoder, decode_body, decode_header
 
 
 def encoded_request(request, version: int, correlation_id: int = 7, client_id: str = "cli") -> bytes:

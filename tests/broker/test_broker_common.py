@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-import broker
-from broker.common import controller_protocol
-from broker.common.modes import FLUSH_MODES, TRUNCATION_MODES
-from broker.server import config as server_config
-from broker.server import truncation
-from broker.storage import log as storage_log
-from broker.storage import manager as storage_manager
+from fencepost import broker
+from fencepost.broker.common import controller_protocol
+from fencepost.broker.common.modes import FLUSH_MODES, TRUNCATION_MODES
+from fencepost.broker.server import config as server_config
+from fencepost.broker.server import truncation
+from fencepost.broker.storage import log as storage_log
+from fencepost.broker.storage import manager as storage_manager
 
 BROKER = Path(broker.__file__).parent
 PROJECT_PACKAGES = ("harness", "clusters", "workloads", "nemesis", "checkers")
@@ -34,10 +34,10 @@ def imported_modules(package: str) -> dict[str, set[str]]:
 
 
 @pytest.mark.parametrize("package, forbidden", [
-    ("server", ("broker.controller",)),
-    ("controller", ("broker.server", "broker.storage")),
-    ("common", ("broker.server", "broker.controller", "broker.storage")),
-    ("storage", ("broker.server", "broker.controller")),
+    ("server", ("fencepost.broker.controller",)),
+    ("controller", ("fencepost.broker.server", "fencepost.broker.storage")),
+    ("common", ("fencepost.broker.server", "fencepost.broker.controller", "fencepost.broker.storage")),
+    ("storage", ("fencepost.broker.server", "fencepost.broker.controller")),
 ])
 def test_broker_packages_import_only_what_their_layer_allows(package: str, forbidden: tuple[str, ...]) -> None:
     wrong = {f"{path}: {name}" for path, names in imported_modules(package).items() for name in names
@@ -47,7 +47,7 @@ def test_broker_packages_import_only_what_their_layer_allows(package: str, forbi
 
 def test_broker_imports_nothing_of_the_rest_of_fencepost() -> None:
     wrong = {f"{path}: {name}" for path, names in imported_modules("").items()
-             for name in names if name.split(".")[0] in PROJECT_PACKAGES}
+             for name in names if name.removeprefix("fencepost.").split(".")[0] in PROJECT_PACKAGES}
     assert not wrong, f"broker/ imports fencepost outside it: {sorted(wrong)}"
 
 

@@ -1,4 +1,4 @@
-"""`python -m broker controller` as a real process, spoken to by fake brokers (tests/support/controller_client.py)."""
+"""`python -m fencepost.broker controller` as a real process, spoken to by fake brokers (tests/support/controller_client.py)."""
 from __future__ import annotations
 
 import asyncio
@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from broker.common.controller_protocol import encode, read_message
-from broker.controller.config import ControllerConfig
-from broker.controller.server import ControllerServer
-from broker.controller.state import ControllerState
-from broker.controller.store import ControllerStore, StoreError
+from fencepost.broker.common.controller_protocol import encode, read_message
+from fencepost.broker.controller.config import ControllerConfig
+from fencepost.broker.controller.server import ControllerServer
+from fencepost.broker.controller.state import ControllerState
+from fencepost.broker.controller.store import ControllerStore, StoreError
 from tests.support.controller_client import ControllerClient, ControllerProcess, start_controller
 from tests.support.paths import ROOT
 
@@ -26,7 +26,7 @@ SHORT_SESSION_MS = 1500
 
 
 def run_controller(*args: str, timeout: float = 20) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "broker", "controller", *args], cwd=ROOT, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "fencepost.broker", "controller", *args], cwd=ROOT, capture_output=True,
                           text=True, timeout=timeout)
 
 

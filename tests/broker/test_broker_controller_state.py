@@ -5,10 +5,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker.common.controller_protocol import PartitionState, Snapshot
-from broker.controller.changes import describe_changes
-from broker.controller.election import assign_replicas
-from broker.controller.state import ControllerState
+from fencepost.broker.common.controller_protocol import PartitionState, Snapshot
+from fencepost.broker.controller.changes import describe_changes
+from fencepost.broker.controller.election import assign_replicas
+from fencepost.broker.controller.state import ControllerState
 
 TIMEOUT_MS = 6000
 TIMEOUT_S = TIMEOUT_MS / 1000

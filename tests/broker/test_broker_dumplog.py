@@ -11,8 +11,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from broker.dumplog import main
-from broker.storage.manager import LogManager
+from fencepost.broker.dumplog import main
+from fencepost.broker.storage.manager import LogManager
 from tests.support.broker_storage_builder import Rec, batch, control_batch, legacy_messages, legacy_wrapper
 from tests.support.paths import ROOT
 
@@ -212,7 +212,7 @@ def test_bad_arguments(tmp_path, capsysbinary):
 def test_through_python_dash_m_broker(tmp_path):
     write_segments(tmp_path / "fp-0", {0: [batch(["hello"], partition_leader_epoch=3)]})
     done = subprocess.run(
-        [sys.executable, "-m", "broker", "dump-log", "--data-dir", str(tmp_path), "--node", "n1"],
+        [sys.executable, "-m", "fencepost.broker", "dump-log", "--data-dir", str(tmp_path), "--node", "n1"],
         capture_output=True, cwd=ROOT, timeout=60,
     )
     assert done.returncode == 0, done.stderr
@@ -249,13 +249,13 @@ def _wait_for_listener(port: int, server: subprocess.Popen) -> None:
 @pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_batches_from_librdkafka_in_every_codec_through_the_broker(tmp_path):
-    """confluent-kafka produces (idempotent, each codec) to `python -m broker serve`; dump-log reads it all back."""
+    """confluent-kafka produces (idempotent, each codec) to `python -m fencepost.broker serve`; dump-log reads it all back."""
     from confluent_kafka import Producer
 
     port = _free_port()
     data_dir = tmp_path / "data"
     server = subprocess.Popen(
-        [sys.executable, "-m", "broker", "serve", "--node-id", "0", "--listen", f"127.0.0.1:{port}",
+        [sys.executable, "-m", "fencepost.broker", "serve", "--node-id", "0", "--listen", f"127.0.0.1:{port}",
          "--data-dir", str(data_dir), "--segment-bytes", "20000", "--log-file", str(tmp_path / "broker.log")],
         cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
@@ -274,7 +274,7 @@ def test_batches_from_librdkafka_in_every_codec_through_the_broker(tmp_path):
     finally:
         server.terminate()
         server.wait(30)
-    done = subprocess.run([sys.executable, "-m", "broker", "dump-log", "--data-dir", str(data_dir), "--node", "n0"],
+    done = subprocess.run([sys.executable, "-m", "fencepost.broker", "dump-log", "--data-dir", str(data_dir), "--node", "n0"],
                           capture_output=True, cwd=ROOT, timeout=60)
     assert done.returncode == 0 and done.stderr == b"", done.stderr
     lines = [orjson.loads(line) for line in done.stdout.splitlines()]

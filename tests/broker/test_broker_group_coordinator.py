@@ -5,9 +5,9 @@ import asyncio
 
 import pytest
 
-from broker.server.errors import ErrorCode
-from broker.server.group_coordinator import GroupCoordinator, GroupState
-from broker.server.offset_store import FILE_NAME, CommittedOffset, OffsetStore
+from fencepost.broker.server.errors import ErrorCode
+from fencepost.broker.server.group_coordinator import GroupCoordinator, GroupState
+from fencepost.broker.server.offset_store import FILE_NAME, CommittedOffset, OffsetStore
 
 PROTOCOLS = [("range", b"meta-range"), ("roundrobin", b"meta-rr")]
 

@@ -8,16 +8,16 @@ import asyncio
 from kafka.protocol.consumer.group import HeartbeatRequest, OffsetFetchRequest
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
 
-from broker.server.apis.base import RequestContext
-from broker.server.apis.group_offsets import OffsetFetchApi
-from broker.server.apis.groups import FindCoordinatorApi, HeartbeatApi
-from broker.server.codec import RequestHeader
-from broker.server.errors import ErrorCode
-from broker.server.group_coordinator import GroupCoordinator
-from broker.server.group_routing import GroupRouting
-from broker.server.metadata_cache import BrokerEndpoint, MetadataCache
-from broker.server.network import ClientConnection
-from broker.server.offset_store import OffsetStore
+from fencepost.broker.server.apis.base import RequestContext
+from fencepost.broker.server.apis.group_offsets import OffsetFetchApi
+from fencepost.broker.server.apis.groups import FindCoordinatorApi, HeartbeatApi
+from fencepost.broker.server.codec import RequestHeader
+from fencepost.broker.server.errors import ErrorCode
+from fencepost.broker.server.group_coordinator import GroupCoordinator
+from fencepost.broker.server.group_routing import GroupRouting
+from fencepost.broker.server.metadata_cache import BrokerEndpoint, MetadataCache
+from fencepost.broker.server.network import ClientConnection
+from fencepost.broker.server.offset_store import OffsetStore
 
 GROUPS = [f"group-{i}" for i in range(60)]
 

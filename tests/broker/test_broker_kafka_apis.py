@@ -9,11 +9,11 @@ import pytest
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 
-from broker.server.apis.api_versions import ApiVersionsApi
-from broker.server.apis.base import ApiHandler
-from broker.server.errors import ErrorCode
-from broker.server.kafka_apis import KafkaApis
-from broker.server.network import ClientConnection, CloseConnection
+from fencepost.broker.server.apis.api_versions import ApiVersionsApi
+from fencepost.broker.server.apis.base import ApiHandler
+from fencepost.broker.server.errors import ErrorCode
+from fencepost.broker.server.kafka_apis import KafkaApis
+from fencepost.broker.server.network import ClientConnection, CloseConnection
 
 CONN = ClientConnection(1, "127.0.0.1:1")
 

@@ -7,7 +7,7 @@ import struct
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker.server.network import ClientConnection, CloseConnection, SocketServer
+from fencepost.broker.server.network import ClientConnection, CloseConnection, SocketServer
 
 
 def framed(payload: bytes) -> bytes:

@@ -5,10 +5,10 @@ import asyncio
 
 import pytest
 
-from broker.server.errors import ErrorCode
-from broker.server.partition import TopicPartition
-from broker.server.replica_manager import FetchParams, FetchPartitionRequest, ReplicaManager
-from broker.storage import LogManager
+from fencepost.broker.server.errors import ErrorCode
+from fencepost.broker.server.partition import TopicPartition
+from fencepost.broker.server.replica_manager import FetchParams, FetchPartitionRequest, ReplicaManager
+from fencepost.broker.storage import LogManager
 from tests.support.broker_support import make_batch, read_records
 
 TP = TopicPartition("t", 0)
@@ -200,7 +200,7 @@ def test_acks_all_after_the_isr_fell_below_min_insync(replicas):
 
 
 def test_isr_change_goes_through_the_controller_and_a_refusal_backs_off(tmp_path):
-    from broker.server.replica_manager import IsrChangeResult
+    from fencepost.broker.server.replica_manager import IsrChangeResult
     manager = LogManager(tmp_path / "data")
     asked = []
 

@@ -15,7 +15,7 @@ from kafka.protocol.metadata.metadata import MetadataRequest
 from kafka.protocol.producer.produce import ProduceRequest
 from kafka.protocol.producer.transaction import InitProducerIdRequest
 
-from broker.server.errors import ErrorCode
+from fencepost.broker.server.errors import ErrorCode
 from tests.support.broker_support import RawClient, broker, make_batch, read_records  # noqa: F401 (fixture)
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker.storage.batch import (
+from fencepost.broker.storage.batch import (
     CorruptBatch,
     LegacyBatch,
     RecordBatch,
@@ -17,8 +17,8 @@ from broker.storage.batch import (
     iter_batches,
     scan_batches,
 )
-from broker.storage.compression import DecompressionError, decompress, xxh32
-from broker.storage.records import RecordDecodeError, decode_v2_records
+from fencepost.broker.storage.compression import DecompressionError, decompress, xxh32
+from fencepost.broker.storage.records import RecordDecodeError, decode_v2_records
 from tests.support.broker_storage_builder import (
     Rec,
     batch,

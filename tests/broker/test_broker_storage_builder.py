@@ -5,7 +5,7 @@ from __future__ import annotations
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 from kafka.record.legacy_records import LegacyRecordBatch, LegacyRecordBatchBuilder
 
-from broker.storage.batch import RecordBatch, iter_batches
+from fencepost.broker.storage.batch import RecordBatch, iter_batches
 from tests.support.broker_storage_builder import Rec, batch, legacy_messages, legacy_wrapper
 
 

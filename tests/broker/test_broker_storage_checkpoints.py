@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from broker.storage.checkpoints import (
+from fencepost.broker.storage.checkpoints import (
     CheckpointError,
     read_checkpoint,
     read_epoch_checkpoint,

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from broker.storage.batch import iter_batches
-from broker.storage.manager import LogManager
+from fencepost.broker.storage.batch import iter_batches
+from fencepost.broker.storage.manager import LogManager
 from tests.support.paths import ROOT as REPO
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
@@ -22,7 +22,7 @@ CHILD = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from broker.storage.manager import LogManager
+    from fencepost.broker.storage.manager import LogManager
     from tests.support.broker_storage_builder import batch
 
     data_dir, mode = Path(sys.argv[1]), sys.argv[2]

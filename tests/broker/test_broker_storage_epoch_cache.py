@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from broker.storage.epoch_cache import LeaderEpochFileCache
+from fencepost.broker.storage.epoch_cache import LeaderEpochFileCache
 
 UNDEFINED = (-1, -1)
 

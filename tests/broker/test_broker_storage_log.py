@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from broker.storage.batch import RecordBatch, iter_batches
-from broker.storage.log import InvalidFollowerAppend, OffsetOutOfRange, PartitionLog
-from broker.storage.offset_index import OffsetIndex
-from broker.storage.segment import segment_file_name
+from fencepost.broker.storage.batch import RecordBatch, iter_batches
+from fencepost.broker.storage.log import InvalidFollowerAppend, OffsetOutOfRange, PartitionLog
+from fencepost.broker.storage.offset_index import OffsetIndex
+from fencepost.broker.storage.segment import segment_file_name
 from tests.support.broker_storage_builder import Rec, batch, control_batch, legacy_messages
 
 

@@ -10,8 +10,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from broker.storage.batch import iter_batches
-from broker.storage.log import PartitionLog
+from fencepost.broker.storage.batch import iter_batches
+from fencepost.broker.storage.log import PartitionLog
 from tests.support.broker_storage_builder import batch
 
 SEGMENT_BYTES = 500

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from broker.storage.manager import DataDirInUse, LogManager, parse_partition_dir
+from fencepost.broker.storage.manager import DataDirInUse, LogManager, parse_partition_dir
 from tests.support.broker_storage_builder import batch
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from broker.storage.producer_state import (
+from fencepost.broker.storage.producer_state import (
     BatchMetadata,
     ProducerStateError,
     ProducerStateManager,

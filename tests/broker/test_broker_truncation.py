@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from broker.server.truncation import (asks_leader, fences_by_leader_epoch, leader_answers_v0, step_after_answer,
+from fencepost.broker.server.truncation import (asks_leader, fences_by_leader_epoch, leader_answers_v0, step_after_answer,
                                       truncate_to_high_watermark)
-from broker.storage.epoch_cache import LeaderEpochFileCache
+from fencepost.broker.storage.epoch_cache import LeaderEpochFileCache
 
 
 def cache(*entries: tuple[int, int]) -> LeaderEpochFileCache:

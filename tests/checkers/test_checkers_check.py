@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 
-from checkers.anomaly import DUPLICATE, LOST_WRITE, NONLINEARIZABLE, UNSEEN, default_invalid
-from checkers.check import PartitionReport, check_partition
-from checkers.partition import CheckOptions
-from harness.check.loading import load_run
+from fencepost.checkers.anomaly import DUPLICATE, LOST_WRITE, NONLINEARIZABLE, UNSEEN, default_invalid
+from fencepost.checkers.check import PartitionReport, check_partition
+from fencepost.checkers.partition import CheckOptions
+from fencepost.harness.check.loading import load_run
 from tests.support.checkers_support import history, log, names, poll, send
 from tests.support.synth import generate as synth
 from tests.support.synth.strategies import gen_configs

@@ -2,11 +2,11 @@
 reported), and near misses that must stay quiet."""
 from __future__ import annotations
 
-from checkers.anomaly import (
+from fencepost.checkers.anomaly import (
     ABORTED_READ, DUPLICATE, FUTURE_READ, INCONSISTENT_OFFSETS, LOST_WRITE,
     NONMONOTONIC_SEND, PHANTOM_READ, TRUNCATED_READ,
 )
-from checkers.offsets import (
+from fencepost.checkers.offsets import (
     MAX_LISTED, aborted_reads, check_offsets, duplicates, future_reads, inconsistent_offsets,
     lost_writes, nonmonotonic_sends, observe, op_refs, phantom_reads, truncated_reads,
 )

@@ -1,8 +1,8 @@
 """checkers/polls.py: poll-skip, nonmonotonic-poll and their in-poll variants."""
 from __future__ import annotations
 
-from checkers.anomaly import INT_NONMONOTONIC_POLL, INT_POLL_SKIP, NONMONOTONIC_POLL, POLL_SKIP
-from checkers.polls import MAX_SKIPPED_LISTED, check_polls
+from fencepost.checkers.anomaly import INT_NONMONOTONIC_POLL, INT_POLL_SKIP, NONMONOTONIC_POLL, POLL_SKIP
+from fencepost.checkers.polls import MAX_SKIPPED_LISTED, check_polls
 from tests.support.checkers_support import history, log, named, poll, reset, send
 
 FINAL = log("a", "b", "c", "d", "e", "f")  # every offset 0..5 known

@@ -1,8 +1,8 @@
 """checkers/replicas.py: replica-divergence below the high watermarks."""
 from __future__ import annotations
 
-from checkers.anomaly import REPLICA_DIVERGENCE
-from checkers.replicas import replica_divergence
+from fencepost.checkers.anomaly import REPLICA_DIVERGENCE
+from fencepost.checkers.replicas import replica_divergence
 from tests.support.checkers_support import history, log, named, send
 
 

@@ -1,7 +1,7 @@
 """checkers/unseen.py: acked values never polled, and their count over time."""
 from __future__ import annotations
 
-from checkers.unseen import MAX_POINTS, downsample, unseen
+from fencepost.checkers.unseen import MAX_POINTS, downsample, unseen
 from tests.support.checkers_support import history, log, poll, send
 
 

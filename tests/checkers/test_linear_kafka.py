@@ -10,11 +10,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from checkers.linear.kafka import FINAL_READ, RetryCopy, check_partition, partition_ops
-from checkers.linear.logmodel import Append, LogModel, Read, ReadExact
-from checkers.linear.minimize import minimize
-from checkers.linear.search import check
-from checkers.partition import CheckOptions
+from fencepost.checkers.linear.kafka import FINAL_READ, RetryCopy, check_partition, partition_ops
+from fencepost.checkers.linear.logmodel import Append, LogModel, Read, ReadExact
+from fencepost.checkers.linear.minimize import minimize
+from fencepost.checkers.linear.search import check
+from fencepost.checkers.partition import CheckOptions
 from tests.support.linear_support import history, poll, send, simulate
 
 # These tests are about the search: the witness shortcut is tested in test_linear_witness.py.

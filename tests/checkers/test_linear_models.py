@@ -6,11 +6,11 @@ import random
 
 import pytest
 
-from checkers.linear.logmodel import UNSETTLED, Append, LogModel, Read, ReadExact
-from checkers.linear.minimize import minimize
-from checkers.linear.model import Explains, MinimiseHints, Model, Op, SearchHints, search_hints
-from checkers.linear.models import RegisterModel, SetModel
-from checkers.linear.search import check
+from fencepost.checkers.linear.logmodel import UNSETTLED, Append, LogModel, Read, ReadExact
+from fencepost.checkers.linear.minimize import minimize
+from fencepost.checkers.linear.model import Explains, MinimiseHints, Model, Op, SearchHints, search_hints
+from fencepost.checkers.linear.models import RegisterModel, SetModel
+from fencepost.checkers.linear.search import check
 
 
 def op(i, call, ret, inp, output=None, process=None):

@@ -7,10 +7,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from checkers.linear.logmodel import Append, LogModel, Read, ReadExact
-from checkers.linear.model import Model, Op
-from checkers.linear.models import RegisterModel, SetModel
-from checkers.linear.search import check
+from fencepost.checkers.linear.logmodel import Append, LogModel, Read, ReadExact
+from fencepost.checkers.linear.model import Model, Op
+from fencepost.checkers.linear.models import RegisterModel, SetModel
+from fencepost.checkers.linear.search import check
 
 
 def brute_force(model: Model, ops: list[Op]) -> bool:
@@ -238,8 +238,8 @@ def test_bad_input_is_reported_with_the_op():
 
 
 def test_register_counterexample_is_minimal_and_drawn():
-    from checkers.linear.minimize import minimize
-    from checkers.linear.visual import render_html
+    from fencepost.checkers.linear.minimize import minimize
+    from fencepost.checkers.linear.visual import render_html
 
     noise = [Op(10 + i, 5 + i, 200 + 10 * i, 205 + 10 * i, ("write", 50 + i)) for i in range(4)]
     ops = [Op(0, 0, 0, 100, ("write", 200)), Op(1, 1, 10, 30, ("read",), 200),

@@ -6,12 +6,12 @@ import random
 
 import pytest
 
-from checkers.linear.kafka import check_partition, partition_ops
-from checkers.linear.logmodel import LogModel
-from checkers.linear.model import Op
-from checkers.linear.models import RegisterModel
-from checkers.linear.reference_witness import log_witness, verify
-from checkers.partition import CheckOptions
+from fencepost.checkers.linear.kafka import check_partition, partition_ops
+from fencepost.checkers.linear.logmodel import LogModel
+from fencepost.checkers.linear.model import Op
+from fencepost.checkers.linear.models import RegisterModel
+from fencepost.checkers.linear.reference_witness import log_witness, verify
+from fencepost.checkers.partition import CheckOptions
 from tests.support.linear_support import simulate
 
 WITNESS = CheckOptions(linear_method="witness")
@@ -109,8 +109,8 @@ def _mutate(rng: random.Random, ph):
 
 @pytest.mark.parametrize("seed", range(60))
 def test_greedy_witness_on_the_partition_agrees_with_witness_plus_verify(seed):
-    from checkers.linear.kafka import greedy_witness
-    from checkers.offsets import observe
+    from fencepost.checkers.linear.kafka import greedy_witness
+    from fencepost.checkers.offsets import observe
 
     rng = random.Random(seed)
     ph = simulate(rng, 150, retry_rate=0.1 if seed % 3 == 0 else 0.0)

@@ -10,9 +10,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from checkers import anomaly as A
-from harness.check.checking import check_run
-from harness.cli import main
+from fencepost.checkers import anomaly as A
+from fencepost.harness.check.checking import check_run
+from fencepost.harness.cli import main
 from tests.support.paths import EXAMPLES
 
 

@@ -11,10 +11,10 @@ import shutil
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from clusters.cluster import Cluster, ClusterSpec
-from clusters.lazyfs.cleanup import daemons
-from clusters.systems.base import TopicSpec
-from nemesis import MemoryRecorder, heal_cluster, start_fault
+from fencepost.clusters.cluster import Cluster, ClusterSpec
+from fencepost.clusters.lazyfs.cleanup import daemons
+from fencepost.clusters.systems.base import TopicSpec
+from fencepost.nemesis import MemoryRecorder, heal_cluster, start_fault
 from tests.support.docker_daemon import daemon_answers, running_dockerd
 from tests.support.lazyfs_support import needs_fuse
 

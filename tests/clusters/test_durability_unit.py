@@ -9,20 +9,20 @@ from pathlib import Path
 
 import pytest
 
-from clusters.cluster import Cluster, ClusterSpec
-from clusters.disks import LazyDisks
-from clusters.node_disk import CutLoss, backing_folder
-from clusters.errors import ClusterConfigError
-from clusters.hosts import process
-from clusters.lazyfs import CutReport
-from clusters.systems import system_for
-from clusters.systems.kafka.options import KafkaOptions
-from clusters.systems.kafka.system import KafkaSystem
-from harness.compare.collect import RunResult, configuration
-from harness.compare.order import system_key
-from harness.compare.table import rows
-from harness.run.spec import build_spec
-from nemesis import check_fault, parse_fault
+from fencepost.clusters.cluster import Cluster, ClusterSpec
+from fencepost.clusters.disks import LazyDisks
+from fencepost.clusters.node_disk import CutLoss, backing_folder
+from fencepost.clusters.errors import ClusterConfigError
+from fencepost.clusters.hosts import process
+from fencepost.clusters.lazyfs import CutReport
+from fencepost.clusters.systems import system_for
+from fencepost.clusters.systems.kafka.options import KafkaOptions
+from fencepost.clusters.systems.kafka.system import KafkaSystem
+from fencepost.harness.compare.collect import RunResult, configuration
+from fencepost.harness.compare.order import system_key
+from fencepost.harness.compare.table import rows
+from fencepost.harness.run.spec import build_spec
+from fencepost.nemesis import check_fault, parse_fault
 from tests.support.cli import fencepost
 
 
@@ -118,7 +118,7 @@ def test_a_backend_that_cannot_run_the_daemon_is_refused_saying_why():
 
 
 def test_lazy_disks_on_docker_need_the_default_image(tmp_path):
-    from clusters.hosts import docker as docker_backend
+    from fencepost.clusters.hosts import docker as docker_backend
     with pytest.raises(ClusterConfigError, match=r"image=mine: the lazy filesystem's daemon .* leave image= out"):
         docker_backend.provision("fp-x", ["n1"], tmp_path, {"image": "mine"}, fuse=True)
 

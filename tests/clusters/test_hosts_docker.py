@@ -20,13 +20,13 @@ import docker
 import docker.errors
 import pytest
 
-from clusters.errors import ClusterConfigError, HostError
-from clusters.hosts import docker as docker_backend
-from clusters.hosts import iptables
-from clusters.hosts.base import CLUSTER_ENV
-from clusters.hosts.local_process import marked_processes
-from clusters.hosts.docker.image import PROJECT_ROOT, IMAGE_LABEL, base_root_tar, ensure_base_image, host_mounts
-from clusters.hosts.docker.node import CLUSTER_LABEL
+from fencepost.clusters.errors import ClusterConfigError, HostError
+from fencepost.clusters.hosts import docker as docker_backend
+from fencepost.clusters.hosts import iptables
+from fencepost.clusters.hosts.base import CLUSTER_ENV
+from fencepost.clusters.hosts.local_process import marked_processes
+from fencepost.clusters.hosts.docker.image import PROJECT_ROOT, IMAGE_LABEL, base_root_tar, ensure_base_image, host_mounts
+from fencepost.clusters.hosts.docker.node import CLUSTER_LABEL
 from tests.support import host_contract
 from tests.support.docker_daemon import daemon_answers, ensure_dockerd, stop_dockerd
 

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from clusters.errors import ClusterConfigError
-from clusters.hosts import netns
-from clusters.hosts.netns import network
-from clusters.hosts.base import NAME_PREFIX
+from fencepost.clusters.errors import ClusterConfigError
+from fencepost.clusters.hosts import netns
+from fencepost.clusters.hosts.netns import network
+from fencepost.clusters.hosts.base import NAME_PREFIX
 from tests.support import host_contract
 from tests.support.docker_daemon import daemon_answers, running_dockerd
 from tests.support.paths import ROOT as REPO

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from clusters.errors import ClusterConfigError
-from clusters.hosts import local_process, process
+from fencepost.clusters.errors import ClusterConfigError
+from fencepost.clusters.hosts import local_process, process
 from tests.support import host_contract
 
 pytestmark = pytest.mark.integration

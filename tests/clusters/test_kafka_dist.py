@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from clusters.errors import ClusterConfigError
-from clusters.systems import system_for
-from clusters.systems.kafka import dist
-from clusters.systems.kafka.release import Release
+from fencepost.clusters.errors import ClusterConfigError
+from fencepost.clusters.systems import system_for
+from fencepost.clusters.systems.kafka import dist
+from fencepost.clusters.systems.kafka.release import Release
 from tests.support.cli import fencepost
 from tests.support.paths import ROOT
 
@@ -199,7 +199,7 @@ def test_a_release_this_machine_s_java_is_too_old_for_exits_254_before_anything_
     bin_dir.mkdir()
     (bin_dir / "java").write_text('#!/bin/sh\necho \'openjdk version "11.0.2" 2019-01-15\' >&2\n')
     (bin_dir / "java").chmod(0o755)
-    done = subprocess.run([sys.executable, "-m", "harness.cli", "cluster", "up", "--system", "kafka:4.4.0",
+    done = subprocess.run([sys.executable, "-m", "fencepost.harness.cli", "cluster", "up", "--system", "kafka:4.4.0",
                            "--results", str(tmp_path / "results")], capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}",
                                "XDG_CACHE_HOME": str(tmp_path / "cache"),

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from clusters.errors import ClusterConfigError
-from clusters.systems.kafka import dist
+from fencepost.clusters.errors import ClusterConfigError
+from fencepost.clusters.systems.kafka import dist
 
 VERSION = "0.10.2.2"  # the smallest release: 15 jars
 JARS = {"kafka_2.11-0.10.2.2.jar": b"PK broker " * 100, "kafka-clients-0.10.2.2.jar": b"PK clients " * 50,

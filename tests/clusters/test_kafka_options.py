@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from clusters.errors import ClusterConfigError
-from clusters.systems.kafka import config
-from clusters.systems.kafka.config import Endpoint
-from clusters.systems.kafka.options import KafkaOptions
+from fencepost.clusters.errors import ClusterConfigError
+from fencepost.clusters.systems.kafka import config
+from fencepost.clusters.systems.kafka.config import Endpoint
+from fencepost.clusters.systems.kafka.options import KafkaOptions
 
 
 def checked(version: str = "3.9.1", **options) -> KafkaOptions:
@@ -132,7 +132,7 @@ def test_eligible_leader_replicas_follow_the_release_unless_the_option_says():
 
 
 def test_the_storage_format_sets_the_elr_feature_only_when_asked():
-    from clusters.systems.kafka.config import format_features
+    from fencepost.clusters.systems.kafka.config import format_features
     assert format_features(checked("4.1.1")) == ()
     assert format_features(checked("4.0.1", elr=True)) == ("--feature", "eligible.leader.replicas.version=1")
     assert format_features(checked("4.4.0", elr=False)) == ("--feature", "eligible.leader.replicas.version=0")

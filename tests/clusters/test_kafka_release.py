@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from clusters.errors import ClusterConfigError
-from clusters.systems.kafka.release import (JAXB, LOG4J_1, LOG4J_2, RELOAD4J, ZOOKEEPER_FOR_JAVA_17, Release)
+from fencepost.clusters.errors import ClusterConfigError
+from fencepost.clusters.systems.kafka.release import (JAXB, LOG4J_1, LOG4J_2, RELOAD4J, ZOOKEEPER_FOR_JAVA_17, Release)
 
 
 @pytest.mark.parametrize("text, scala", [("0.10.2.0", "2.11"), ("0.11.0.3", "2.11"), ("1.0.2", "2.12"),
@@ -68,7 +68,7 @@ def test_an_emulation_is_refused_where_the_ibp_is_unknown_or_the_mode_is_kraft()
 @pytest.mark.parametrize("version, major", [("17.0.15", 17), ("1.8.0_392", 8), ("25.0.3", 25), ("11", 11),
                                             (None, None), ("", None), ("java", None)])
 def test_java_major_reads_both_numbering_schemes(version, major):
-    from clusters.systems.kafka.release import java_major
+    from fencepost.clusters.systems.kafka.release import java_major
     assert java_major(version) == major
 
 

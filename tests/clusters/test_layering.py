@@ -6,16 +6,16 @@ from __future__ import annotations
 
 import re
 
-import broker.common.modes as broker_modes
-import clusters
-import clusters.modes as cluster_modes
+import fencepost.broker.common.modes as broker_modes
+from fencepost import clusters
+import fencepost.clusters.modes as cluster_modes
 from tests.support.paths import ROOT
 
-DEEP_IMPORT = re.compile(r"^\s*(?:from|import) clusters\.([\w.]+)", re.M)
+DEEP_IMPORT = re.compile(r"^\s*(?:from|import) fencepost\.clusters\.([\w.]+)", re.M)
 
 
 def test_clusters_is_reached_through_its_public_face():
-    deep = [f"{path.relative_to(ROOT)}: clusters.{m}"
+    deep = [f"{path.relative_to(ROOT)}: fencepost.clusters.{m}"
             for package in ("harness", "nemesis", "workloads")
             for path in sorted((ROOT / package).rglob("*.py"))
             for m in DEEP_IMPORT.findall(path.read_text())]

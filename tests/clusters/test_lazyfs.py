@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from clusters.errors import ClusterConfigError
-from clusters.lazyfs import LazyMount
-from clusters.lazyfs.mount import daemon_of
-from clusters.lazyfs.mounts import lazy_mounts, mounted_at
+from fencepost.clusters.errors import ClusterConfigError
+from fencepost.clusters.lazyfs import LazyMount
+from fencepost.clusters.lazyfs.mount import daemon_of
+from fencepost.clusters.lazyfs.mounts import lazy_mounts, mounted_at
 from tests.support.lazyfs_support import CLUSTER, DIR, backing_tree, fsync_path, lazy, tree, write  # noqa: F401 (fixture)
 from tests.support.paths import ROOT, SUPPORT
 

@@ -9,9 +9,9 @@ import subprocess
 
 import pytest
 
-from clusters.errors import ClusterConfigError, HostError
-from clusters.lazyfs import build, control, mounts
-from clusters.lazyfs.mount import LazyOptions, check_cluster
+from fencepost.clusters.errors import ClusterConfigError, HostError
+from fencepost.clusters.lazyfs import build, control, mounts
+from fencepost.clusters.lazyfs.mount import LazyOptions, check_cluster
 
 MOUNTINFO = (
     "22 27 0:21 / /proc rw,relatime - proc proc rw\n"

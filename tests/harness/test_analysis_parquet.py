@@ -9,7 +9,7 @@ import pytest
 
 pq = pytest.importorskip("pyarrow.parquet", reason="pip install -e '.[spark]'")
 
-from harness.analysis.parquet import copy_final, copy_history  # noqa: E402
+from fencepost.harness.analysis.parquet import copy_final, copy_history  # noqa: E402
 
 
 def test_history_copy_keeps_every_field_of_every_line(tmp_path):

@@ -11,7 +11,7 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
-from harness.check.checking import check_run
+from fencepost.harness.check.checking import check_run
 from tests.support.cli import fencepost
 from tests.support.paths import EXAMPLES
 

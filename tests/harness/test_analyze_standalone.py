@@ -15,8 +15,8 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
-from clusters.hosts.process import free_port
-from harness.check.checking import check_run
+from fencepost.clusters.hosts.process import free_port
+from fencepost.harness.check.checking import check_run
 from tests.support.cli import fencepost
 from tests.support.paths import EXAMPLES, ROOT
 

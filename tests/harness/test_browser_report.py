@@ -42,7 +42,7 @@ LONG_ERROR = ("position lost, starting over: _AUTO_OFFSET_RESET: fetch failed du
 def served(tmp_path_factory):
     """A results folder with one checked, reported run, served by `fencepost serve`; one
     of its history lines carries a long error, as a fault run's consumer writes."""
-    from harness.report import write_report
+    from fencepost.harness.report import write_report
 
     tmp = tmp_path_factory.mktemp("browser")
     results = tmp / "results"
@@ -242,9 +242,9 @@ def test_the_run_list_shows_the_run_in_red_as_invalid(served, tmp_path):
 def test_a_scenario_whose_premise_was_not_met_is_said_under_the_verdict_in_orange(tmp_path):
     from PIL import Image
 
-    from harness.check.checking import check_run
-    from harness.report import write_report
-    from harness.rundir.history import HistoryWriter
+    from fencepost.harness.check.checking import check_run
+    from fencepost.harness.report import write_report
+    from fencepost.harness.rundir.history import HistoryWriter
 
     run_dir = planted_run(tmp_path / "results")
     why = "the leader n1's power cut lost none of the partition's log (36864 bytes kept)"
@@ -268,9 +268,9 @@ def test_a_scenario_whose_premise_was_not_met_is_said_under_the_verdict_in_orang
 def test_a_million_line_history_loads_and_searches_in_chromium(tmp_path):
     """1,000,014 lines (about 500,000 ops) in one history.html; load and search are
     measured and printed, with generous bounds (the machine is shared)."""
-    from harness.report.history_data import HistoryColumns
-    from harness.report.history_viewer import write_history_page
-    from harness.report.scan import scan_history
+    from fencepost.harness.report.history_data import HistoryColumns
+    from fencepost.harness.report.history_viewer import write_history_page
+    from fencepost.harness.report.scan import scan_history
     from tests.support.synth.generate import GenConfig, generate_to_dir
 
     generate_to_dir(tmp_path, GenConfig(seed=1, lines=1_000_000, consumer_share=0.12,
@@ -314,7 +314,7 @@ def test_hostile_text_in_the_history_neither_breaks_the_pages_nor_runs(served, t
     """An error holding `</script><script>...` and `<!--<script>`, a node and a fault named so:
     history.html and timeline.html, served by `fencepost serve` (its Content-Security-Policy on),
     draw every row and lane, show the text as text, and run none of it."""
-    from harness.report import write_report
+    from fencepost.harness.report import write_report
     from tests.support.synth.generate import GenConfig, generate
 
     url, _, tmp = served
@@ -353,7 +353,7 @@ def test_a_stuck_consumer_s_client_log_is_one_click_from_the_report(tmp_path):
     """The liveness finding of a stuck consumer shows its client log's link and why it was
     written; following it, served by `fencepost serve`, shows the log's text, and so does its
     stacks link."""
-    from harness.report import write_report
+    from fencepost.harness.report import write_report
     from tests.support.liveness_support import STUCK, STUCK_WHY, logged, stuck_run
 
     results = tmp_path / "results"

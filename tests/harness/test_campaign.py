@@ -8,11 +8,11 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
-from harness.campaign.expect import Expectation, judge
-from harness.campaign.junit import write_junit
-from harness.campaign.plan import load_campaign
-from harness.campaign.runner import campaign_dir, campaign_exit_code, run_campaign
-from harness.errors import BadInput
+from fencepost.harness.campaign.expect import Expectation, judge
+from fencepost.harness.campaign.junit import write_junit
+from fencepost.harness.campaign.plan import load_campaign
+from fencepost.harness.campaign.runner import campaign_dir, campaign_exit_code, run_campaign
+from fencepost.harness.errors import BadInput
 from tests.support.cli import fencepost
 from tests.support.paths import ROOT as REPO
 
@@ -219,7 +219,7 @@ def test_an_interrupted_parallel_campaign_ends_its_runs_and_leaves_no_process(tm
     import sys
     import time
 
-    from clusters.hosts.local_process import marked_processes
+    from fencepost.clusters.hosts.local_process import marked_processes
 
     (tmp_path / "c.toml").write_text("""
 name = "stopped"
@@ -233,7 +233,7 @@ nemesis.interval = 2
 [matrix]
 seed = [1, 2, 3]
 """)
-    campaign = subprocess.Popen([sys.executable, "-m", "harness.cli", "campaign", "c.toml", "--parallel", "2"],
+    campaign = subprocess.Popen([sys.executable, "-m", "fencepost.harness.cli", "campaign", "c.toml", "--parallel", "2"],
                                 cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 env={**os.environ, "PYTHONPATH": str(REPO)})
     directory = tmp_path / "results" / "campaigns" / "stopped"  # its runs under 2.../runs/, not latest/

@@ -10,12 +10,12 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
-from harness.campaign.expect import Expectation, judge
-from harness.campaign.junit import write_junit
-from harness.campaign.plan import Shard, load_campaign
-from harness.campaign.runner import Options, campaign_dir, run_campaign
-from harness.campaign.slots import first_subnet, for_slot, slot_subnet
-from harness.errors import BadInput
+from fencepost.harness.campaign.expect import Expectation, judge
+from fencepost.harness.campaign.junit import write_junit
+from fencepost.harness.campaign.plan import Shard, load_campaign
+from fencepost.harness.campaign.runner import Options, campaign_dir, run_campaign
+from fencepost.harness.campaign.slots import first_subnet, for_slot, slot_subnet
+from fencepost.harness.errors import BadInput
 
 CAMPAIGN = """
 name = "t"

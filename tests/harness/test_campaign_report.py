@@ -16,16 +16,16 @@ from urllib.parse import unquote
 
 import pytest
 
-from harness.campaign.plan import Shard, load_campaign
-from harness.campaign.report import write_campaign_report
-from harness.campaign.runner import campaign_dir
-from harness.campaign.summary import summarize
-from harness.campaign.summary_formats import CSV_COLUMNS, render, to_csv
-from harness.compare.collect import collect
-from harness.compare.significance import with_p_values
-from harness.compare.stats import wilson_interval
-from harness.compare.table import rows
-from harness.errors import BadInput
+from fencepost.harness.campaign.plan import Shard, load_campaign
+from fencepost.harness.campaign.report import write_campaign_report
+from fencepost.harness.campaign.runner import campaign_dir
+from fencepost.harness.campaign.summary import summarize
+from fencepost.harness.campaign.summary_formats import CSV_COLUMNS, render, to_csv
+from fencepost.harness.compare.collect import collect
+from fencepost.harness.compare.significance import with_p_values
+from fencepost.harness.compare.stats import wilson_interval
+from fencepost.harness.compare.table import rows
+from fencepost.harness.errors import BadInput
 from tests.support.campaign_support import CAMPAIGN, make_campaign
 from tests.support.cli import fencepost
 
@@ -147,7 +147,7 @@ def stuck_campaign(tmp_path):
     """Every run valid and expected valid (liveness not judged by the campaign file): own:hw
     has three runs with a stuck consumer, own:kip101 none, and one run whose liveness is
     unknown (left out of its row's liveness denominator)."""
-    from harness.campaign.runner import run_campaign
+    from fencepost.harness.campaign.runner import run_campaign
 
     def run_one(planned, where):
         run_dir = where / "run"

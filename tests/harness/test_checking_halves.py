@@ -13,11 +13,11 @@ import os
 
 import pytest
 
-from checkers.check import CHECKS, check_partition, merge, run_checks
-from checkers.partition import CheckOptions, PartitionHistory
-from harness.check import checking
-from harness.check.checking import _shares, check_run, worker_cpus
-from harness.check.loading import load_run
+from fencepost.checkers.check import CHECKS, check_partition, merge, run_checks
+from fencepost.checkers.partition import CheckOptions, PartitionHistory
+from fencepost.harness.check import checking
+from fencepost.harness.check.checking import _shares, check_run, worker_cpus
+from fencepost.harness.check.loading import load_run
 from tests.support.synth.generate import GenConfig, generate
 from tests.support.synth.plant import PLANTERS, CannotPlant, plant
 

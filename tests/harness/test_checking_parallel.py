@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.check import checking
-from harness.check.checking import check_run
-from harness.cli import main
+from fencepost.harness.check import checking
+from fencepost.harness.check.checking import check_run
+from fencepost.harness.cli import main
 from tests.support.synth.generate import GenConfig, generate
 from tests.support.synth.plant import plant
 
@@ -72,9 +72,9 @@ def test_the_loading_process_sends_the_header_and_keeps_what_it_loaded(tmp_path,
                                                                       monkeypatch):
     # Run here (not forked), to look at both: what goes back is what the verdict
     # reads; what was loaded stays referenced until the process exits.
-    from harness.check import native_load
-    from harness.rundir.final_log import FinalState
-    from harness.check.loading import load_run
+    from fencepost.harness.check import native_load
+    from fencepost.harness.rundir.final_log import FinalState
+    from fencepost.harness.check.loading import load_run
 
     if reader == "python":
         monkeypatch.setattr(native_load, "available", lambda: False)
@@ -99,8 +99,8 @@ def test_the_loading_process_sends_the_header_and_keeps_what_it_loaded(tmp_path,
 
 @pytest.mark.parametrize("name,seed", [("unseen", 5), ("lost-write/missing", 6)])
 def test_a_check_told_what_it_keeps_gives_the_compacted_report(tmp_path, name, seed):
-    from checkers.check import check_partition
-    from harness.check.loading import load_run
+    from fencepost.checkers.check import check_partition
+    from fencepost.harness.check.loading import load_run
 
     run = load_run(planted_run(tmp_path, name, seed))
     keep = 2

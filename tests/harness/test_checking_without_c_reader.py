@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.check import native_load
-from harness.cli import main
-from harness.errors import EXIT_BAD_INPUT
-from harness.provenance import history_reader, python_reader_notice
+from fencepost.harness.check import native_load
+from fencepost.harness.cli import main
+from fencepost.harness.errors import EXIT_BAD_INPUT
+from fencepost.harness.provenance import history_reader, python_reader_notice
 from tests.support.loading_support import python_only
 from tests.support.paths import EXAMPLES
 

@@ -8,8 +8,8 @@ import sys
 import orjson
 import pytest
 
-from harness.check import checking
-from harness.cli import main
+from fencepost.harness.check import checking
+from fencepost.harness.cli import main
 from tests.support.run_builder import History, final_read, write_run
 
 
@@ -196,7 +196,7 @@ def test_the_console_script_returns_the_exit_code(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 1, done.stderr
     assert "lost-write" in done.stdout
-    bad = subprocess.run([sys.executable, "-m", "harness.cli", "check", "--nope", "x"],
+    bad = subprocess.run([sys.executable, "-m", "fencepost.harness.cli", "check", "--nope", "x"],
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 254 and "unrecognized arguments" in bad.stderr
 

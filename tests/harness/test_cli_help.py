@@ -14,11 +14,11 @@ import confluent_kafka
 import orjson
 import pytest
 
-from harness.cli import build_parser, main
-from harness.provenance import fencepost_version, history_reader
+from fencepost.harness.cli import build_parser, main
+from fencepost.harness.provenance import fencepost_version, history_reader
 from tests.support.paths import ROOT
 
-CLI = [sys.executable, "-m", "harness.cli"]
+CLI = [sys.executable, "-m", "fencepost.harness.cli"]
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
@@ -59,7 +59,7 @@ def test_every_command_shows_examples_of_itself_under_help(capsys):
 def test_enumerated_flags_show_their_choices_and_refuse_others(capsys):
     assert main(["run", "--help"]) == 0
     out = capsys.readouterr().out
-    from harness.run.spec import BACKENDS, FLUSHES, SCHEDULES, TRUNCATIONS
+    from fencepost.harness.run.spec import BACKENDS, FLUSHES, SCHEDULES, TRUNCATIONS
 
     for choices in (TRUNCATIONS, BACKENDS, FLUSHES, SCHEDULES):  # {hw,kip101,...}: the spec's own lists
         assert "{" + ",".join(choices) + "}" in out, choices
@@ -115,7 +115,7 @@ def test_doctor_says_what_is_there_and_how_to_fix_what_is_not(tmp_path):
                            "java", "mvn", "chromium", "C reader"]
     assert found["root"]["ok"] == (os.geteuid() == 0)
     if netem:
-        from clusters import kernel_shaping_unavailable
+        from fencepost.clusters import kernel_shaping_unavailable
         assert found["netem"]["ok"] == (kernel_shaping_unavailable("netns") is None)
     for tool in ("ip", "iptables", "mvn"):
         assert found[tool]["ok"] == (shutil.which(tool) is not None)

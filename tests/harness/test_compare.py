@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from harness.campaign.plan import load_campaign
-from harness.campaign.runner import campaign_dir, run_campaign
-from harness.check.checking import check_run
-from harness.compare.collect import RunResult, collect
-from harness.compare.formats import CSV_COLUMNS, render
-from harness.compare.significance import Baseline, groups_without, with_p_values
-from harness.compare.table import rows
-from harness.errors import BadInput
-from harness.compare.stats import two_rates_p, wilson_interval
+from fencepost.harness.campaign.plan import load_campaign
+from fencepost.harness.campaign.runner import campaign_dir, run_campaign
+from fencepost.harness.check.checking import check_run
+from fencepost.harness.compare.collect import RunResult, collect
+from fencepost.harness.compare.formats import CSV_COLUMNS, render
+from fencepost.harness.compare.significance import Baseline, groups_without, with_p_values
+from fencepost.harness.compare.table import rows
+from fencepost.harness.errors import BadInput
+from fencepost.harness.compare.stats import two_rates_p, wilson_interval
 from tests.support.cli import fencepost
 from tests.support.paths import EXAMPLES
 
@@ -229,9 +229,9 @@ def test_compare_of_nothing_says_what_it_wants(tmp_path):
 
 
 def test_compare_counts_the_runs_that_failed_liveness_by_finding(tmp_path):
-    from harness.compare.collect import liveness_of
-    from harness.compare.formats import liveness_cell, to_json
-    from harness.compare.table import rows
+    from fencepost.harness.compare.collect import liveness_of
+    from fencepost.harness.compare.formats import liveness_cell, to_json
+    from fencepost.harness.compare.table import rows
 
     def run(name: str, liveness: dict | None) -> Path:
         run_dir = tmp_path / name
@@ -330,7 +330,7 @@ def test_compare_gives_the_liveness_failure_rate_its_interval_and_fisher_p(tmp_p
 
 
 def test_a_row_without_a_liveness_verdict_has_no_liveness_rate_nor_p(tmp_path):
-    from harness.compare.formats import as_dict, liveness_cell
+    from fencepost.harness.compare.formats import as_dict, liveness_cell
     plant_runs(tmp_path, "hw", [OK] * 3)
     plant_runs(tmp_path, "kip101", [None, {"verdict": "unknown", "findings": 0, "kinds": {}}])
     hw, kip101 = with_p_values(rows(collect([tmp_path])))

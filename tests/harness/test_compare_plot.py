@@ -9,8 +9,8 @@ import pytest
 from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
-from harness.compare.plot import draw_rates, plot_rates
-from harness.compare.table import Row
+from fencepost.harness.compare.plot import draw_rates, plot_rates
+from fencepost.harness.compare.table import Row
 
 
 @pytest.fixture(autouse=True)

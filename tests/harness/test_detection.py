@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from checkers.anomaly import Anomaly
-from checkers.partition import PartitionHistory, Poll, Send
-from harness.analysis.checks import check_run_rows, judge
-from harness.compare.checked import check_in_memory
-from harness.compare.collect import collect
-from harness.check.detection import first_detection_s, first_evidence_ns, median_s
+from fencepost.checkers.anomaly import Anomaly
+from fencepost.checkers.partition import PartitionHistory, Poll, Send
+from fencepost.harness.analysis.checks import check_run_rows, judge
+from fencepost.harness.compare.checked import check_in_memory
+from fencepost.harness.compare.collect import collect
+from fencepost.harness.check.detection import first_detection_s, first_evidence_ns, median_s
 from tests.support.paths import EXAMPLES
 from tests.support.synth.run import write_run
 
@@ -105,8 +105,8 @@ def test_analyze_and_compare_agree_run_by_run(tmp_path):
 
 
 def test_analyze_summary_and_compare_show_one_median(tmp_path):
-    from harness.analysis.output import write_outputs
-    from harness.compare.table import rows
+    from fencepost.harness.analysis.output import write_outputs
+    from fencepost.harness.compare.table import rows
 
     runs = [two_lost_writes(tmp_path / "hand")]
     runs += [Path(shutil.copytree(EXAMPLES / name, tmp_path / name))

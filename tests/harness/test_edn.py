@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import orjson
 from hypothesis import given, strategies as st
 
-from harness.cli import main
-from harness.edn import edn, export_edn, keyword
+from fencepost.harness.cli import main
+from fencepost.harness.edn import edn, export_edn, keyword
 
 
 @dataclass(frozen=True)

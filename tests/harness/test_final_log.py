@@ -4,8 +4,8 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from harness.errors import Problems
-from harness.rundir.final_log import iter_final, read_final
+from fencepost.harness.errors import Problems
+from fencepost.harness.rundir.final_log import iter_final, read_final
 
 
 def read_(kind, partition=0, **more):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.processes.forked import ChildTraceback, Forked
+from fencepost.harness.processes.forked import ChildTraceback, Forked
 from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.integration

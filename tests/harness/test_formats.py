@@ -25,16 +25,16 @@ import orjson
 import pytest
 from jsonschema import Draft202012Validator
 
-from checkers import anomaly
-from harness.check.checking import check_run
-from harness.errors import Problems
-from harness.rundir.final_log import KINDS, FinalReader
-from harness.rundir.history import CLIENT_FS, TYPES, HistoryReader
-from harness.rundir.test_file import LINEAR_METHODS
-from harness.rundir.store import RUN_NAME
-from nemesis.catalog import FAULT_CLASSES
-from nemesis.scenarios import Scenario
-from nemesis.spec import FAULT_KINDS
+from fencepost.checkers import anomaly
+from fencepost.harness.check.checking import check_run
+from fencepost.harness.errors import Problems
+from fencepost.harness.rundir.final_log import KINDS, FinalReader
+from fencepost.harness.rundir.history import CLIENT_FS, TYPES, HistoryReader
+from fencepost.harness.rundir.test_file import LINEAR_METHODS
+from fencepost.harness.rundir.store import RUN_NAME
+from fencepost.nemesis.catalog import FAULT_CLASSES
+from fencepost.nemesis.scenarios import Scenario
+from fencepost.nemesis.spec import FAULT_KINDS
 from tests.support.paths import ROOT
 from tests.support.synth.generate import GenConfig, generate
 from tests.support.synth.plant import PLANTERS, plant
@@ -184,7 +184,7 @@ def test_a_real_run_of_the_own_brokers_conforms_and_is_laid_out_as_documented(tm
     """8 s of traffic on the process backend (no root): kills, pauses and a leader bounce."""
     results_dir = tmp_path / "results"
     done = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "run", "--backend", "process", "--time-limit", "8",
+        [sys.executable, "-m", "fencepost.harness.cli", "run", "--backend", "process", "--time-limit", "8",
          "--nemesis", "kill,pause,leader-bounce", "--nemesis-interval", "2", "--seed", "1",
          "--name", "formats", "--results", str(results_dir)],
         capture_output=True, text=True, cwd=ROOT, timeout=600,

@@ -7,8 +7,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from harness.errors import Problems
-from harness.rundir.history import HistoryReader, iter_history
+from fencepost.harness.errors import Problems
+from fencepost.harness.rundir.history import HistoryReader, iter_history
 
 
 def line(index, process, type_, f, value=None, **more):

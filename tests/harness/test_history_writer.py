@@ -12,9 +12,9 @@ import time
 import orjson
 import pytest
 
-from harness.rundir import history
-from harness.errors import Problems
-from harness.rundir.history import HistoryReader, HistoryWriter, Recorder, iter_history
+from fencepost.harness.rundir import history
+from fencepost.harness.errors import Problems
+from fencepost.harness.rundir.history import HistoryReader, HistoryWriter, Recorder, iter_history
 
 
 def send_value(process, n, partition=0):
@@ -132,7 +132,7 @@ def test_the_recorder_repeats_the_invoke_value_and_refuses_misuse(tmp_path):
 
 WRITER_SCRIPT = """
 import sys
-from harness.rundir.history import HistoryWriter, Recorder
+from fencepost.harness.rundir.history import HistoryWriter, Recorder
 with HistoryWriter(sys.argv[1]) as writer:
     recorder = Recorder(writer)
     n = 0

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.rundir.names import RESERVED_NAMES
-from harness.run.spec import MAX_NAME
+from fencepost.harness.rundir.names import RESERVED_NAMES
+from fencepost.harness.run.spec import MAX_NAME
 from tests.support.cli import Outcome, in_process
 from tests.support.paths import ROOT
 
@@ -184,7 +184,7 @@ def test_a_campaign_refused_for_its_slots_makes_nothing(tmp_path, tripwire):
 # -- the real entry point ----------------------------------------------------------------------
 
 def test_the_fencepost_program_refuses_the_same_way(tmp_path, tripwire):
-    done = subprocess.run([sys.executable, "-m", "harness.cli", "run", *tripwire, "--name", "clusters",
+    done = subprocess.run([sys.executable, "-m", "fencepost.harness.cli", "run", *tripwire, "--name", "clusters",
                            "--backend", "netns", "--backend-option", "subnet=8.8.8.0/24"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=120,
                           env={"PATH": "/usr/bin:/bin:/usr/sbin:/sbin", "PYTHONPATH": str(ROOT)})
@@ -198,7 +198,7 @@ def test_a_subnet_s_addresses_are_its_first_hosts_without_listing_them(subnet):
     import ipaddress
     import itertools
 
-    from clusters.hosts.netns import network
+    from fencepost.clusters.hosts.netns import network
     planned = network.plan("c", ["n1", "n2", "n3"], subnet)
     first = [str(a) for a in itertools.islice(ipaddress.IPv4Network(subnet).hosts(), 4)]
     assert [planned.bridge_address, *(link.address for link in planned.nodes)] == first

@@ -31,9 +31,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from harness.errors import clip, printable, show
-from harness.run.spec import build_spec
-from harness.run.spec_toml import spec_toml, value_toml
+from fencepost.harness.errors import clip, printable, show
+from fencepost.harness.run.spec import build_spec
+from fencepost.harness.run.spec_toml import spec_toml, value_toml
 from tests.support.cli import FENCEPOST, fencepost
 from tests.support.paths import ROOT
 from tests.support.synth.generate import GenConfig, generate
@@ -114,8 +114,8 @@ def corrupt_run(run_dir: Path) -> Path:
 def test_the_check_summary_echoes_corrupt_lines_and_errors_escaped(tmp_path):
     import io
 
-    from harness.check.checking import check_run
-    from harness.check.summary import summary_markdown
+    from fencepost.harness.check.checking import check_run
+    from fencepost.harness.check.summary import summary_markdown
 
     out = io.StringIO()
     outcome = check_run(corrupt_run(tmp_path / "run"), write=False, out=out)
@@ -186,11 +186,11 @@ def assert_inert(html: str, ids: set[str]) -> list:
 
 def write_pages(run_dir: Path) -> None:
     """history.html and timeline.html as `fencepost report` writes them (without the plots)."""
-    from harness.report.bands import nemesis_bands
-    from harness.report.history_data import HistoryColumns
-    from harness.report.history_viewer import write_history_page
-    from harness.report.scan import scan_history
-    from harness.report.timeline_page import write_timeline_page
+    from fencepost.harness.report.bands import nemesis_bands
+    from fencepost.harness.report.history_data import HistoryColumns
+    from fencepost.harness.report.history_viewer import write_history_page
+    from fencepost.harness.report.scan import scan_history
+    from fencepost.harness.report.timeline_page import write_timeline_page
 
     columns = HistoryColumns()
     scan = scan_history(run_dir, observers=[columns])
@@ -228,7 +228,7 @@ def test_history_and_timeline_pages_embed_hostile_text_inertly(tmp_path):
 
 
 def test_the_results_index_embeds_hostile_run_names_inertly(tmp_path):
-    from harness.index.page import write_index
+    from fencepost.harness.index.page import write_index
 
     results = tmp_path / "results"
     run_dir = make_run(results / f"t{SCRIPT_BREAKERS.replace('/', '')}" / "20261121T101500-abc123")
@@ -241,7 +241,7 @@ def test_the_results_index_embeds_hostile_run_names_inertly(tmp_path):
 
 
 def test_script_json_escapes_what_html_reads_and_json_gives_back():
-    from harness.report.page import script_json
+    from fencepost.harness.report.page import script_json
 
     value = {"a<b": [SCRIPT_BREAKERS, "&amp;", 1, None, 2.5], "e": "\u2028\u2029\U0001f600"}
     text = script_json(value)
@@ -250,10 +250,10 @@ def test_script_json_escapes_what_html_reads_and_json_gives_back():
 
 def test_the_report_page_escapes_what_results_json_says(tmp_path):
     """report.html's own HTML (not embedded data): every value of results.json is escaped."""
-    from harness.report.html import render_report
-    from harness.report.inputs import load_inputs
-    from harness.report.lag import RealtimeLag
-    from harness.report.scan import scan_history
+    from fencepost.harness.report.html import render_report
+    from fencepost.harness.report.inputs import load_inputs
+    from fencepost.harness.report.lag import RealtimeLag
+    from fencepost.harness.report.scan import scan_history
 
     run_dir = make_run(tmp_path / "run")
     tag = "<img src=x onerror=window.pwned=1>"
@@ -409,7 +409,7 @@ def test_compare_names_a_run_with_a_malformed_results_json_and_counts_it_unknown
 
 
 def test_collect_counts_each_malformed_results_json_unknown(tmp_path):
-    from harness.compare.collect import collect
+    from fencepost.harness.compare.collect import collect
 
     malformed_runs(tmp_path / "runs")
     said: list[str] = []
@@ -482,7 +482,7 @@ def test_replay_print_script_writes_a_non_bmp_target_as_toml(tmp_path):
 
 
 def test_host_headers_are_read_strictly():
-    from harness.serve import allowed_hosts, split_host
+    from fencepost.harness.serve import allowed_hosts, split_host
 
     assert split_host("127.0.0.1:8080") == ("127.0.0.1", 8080) and split_host("[::1]:80") == ("[::1]", 80)
     assert split_host("localhost") == ("localhost", None)
@@ -493,7 +493,7 @@ def test_host_headers_are_read_strictly():
 
 
 def test_replay_and_shrink_say_recorded_actions_escaped():
-    from harness.replay.script import Entry, Unit
+    from fencepost.harness.replay.script import Entry, Unit
 
     said = Unit((Entry(1.5, f"start kill:{HOSTILE}"), Entry(3.0, "stop kill"))).describe()
     assert said.startswith("start kill:\\u001b[2J") and raw_controls(said, newlines=False) == []

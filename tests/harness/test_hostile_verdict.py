@@ -30,10 +30,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from harness.check import native_load
-from harness.check.checking import check_run
-from harness.check.loading import load_run
-from harness.errors import BadInput
+from fencepost.harness.check import native_load
+from fencepost.harness.check.checking import check_run
+from fencepost.harness.check.loading import load_run
+from fencepost.harness.errors import BadInput
 from tests.support.paths import ROOT
 from tests.support.synth.generate import GenConfig, generate
 from tests.support.synth.plant import plant
@@ -66,7 +66,7 @@ def check(run_dir: Path, jobs: int = 1):
 
 def cli(run_dir: Path, *args: str) -> tuple[int, str, dict | None]:
     """`fencepost check RUN_DIR` as a user runs it: (exit code, output, results.json or None)."""
-    done = subprocess.run([sys.executable, "-m", "harness.cli", "check", str(run_dir), "--jobs", "1", *args],
+    done = subprocess.run([sys.executable, "-m", "fencepost.harness.cli", "check", str(run_dir), "--jobs", "1", *args],
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert "Traceback" not in done.stderr, done.stderr
     results = run_dir / "results.json"
@@ -303,7 +303,7 @@ def test_a_huge_time_on_the_command_line_is_unknown_not_a_crash(tmp_path):
     code, out, results = cli(run_dir)
     assert code == 2, out
     assert any(f"history.jsonl:{at + 1}: field \"time\"" in e for e in results["errors"])
-    done = subprocess.run([sys.executable, "-m", "harness.cli", "report", str(run_dir)], cwd=ROOT,
+    done = subprocess.run([sys.executable, "-m", "fencepost.harness.cli", "report", str(run_dir)], cwd=ROOT,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode != 255 and "Traceback" not in done.stderr, done.stderr[-2000:]
 
@@ -362,7 +362,7 @@ def test_a_wrong_checker_section_is_refused_by_a_large_run_too(tmp_path):
 def peak_rss_check(run_dir: Path) -> tuple[int, str, int]:
     """(exit code, output, peak RSS in bytes) of `fencepost check RUN_DIR --no-write` in a child process."""
     probe = ("import resource, subprocess, sys; "
-             "p = subprocess.run([sys.executable, '-m', 'harness.cli', 'check', sys.argv[1], '--no-write', "
+             "p = subprocess.run([sys.executable, '-m', 'fencepost.harness.cli', 'check', sys.argv[1], '--no-write', "
              "'--jobs', '1'], capture_output=True, text=True); "
              "sys.stdout.write(p.stdout + p.stderr); "
              "print('RSS', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); sys.exit(p.returncode)")
@@ -396,8 +396,8 @@ def test_a_300_mb_line_is_an_error_read_within_the_memory_bound(tmp_path, file):
 
 def test_a_line_over_the_bound_is_an_error_and_the_rest_is_read(tmp_path, monkeypatch):
     """The bound, made small for the test: a longer line is an error, the next ones are read."""
-    import harness.rundir.history as history_module
-    import harness.rundir.final_log as final_module
+    import fencepost.harness.rundir.history as history_module
+    import fencepost.harness.rundir.final_log as final_module
     assert history_module.MAX_LINE_BYTES == final_module.MAX_LINE_BYTES == 64 << 20
     monkeypatch.setattr(history_module, "MAX_LINE_BYTES", 4096)
     monkeypatch.setattr(final_module, "MAX_LINE_BYTES", 4096)
@@ -414,7 +414,7 @@ def test_a_line_over_the_bound_is_an_error_and_the_rest_is_read(tmp_path, monkey
 
 def test_a_run_larger_than_the_memory_available_is_unknown_with_a_message(tmp_path, monkeypatch):
     """A multi-GB history on a small machine: not read, `unknown` and why (the bound made small)."""
-    from harness.check import loading
+    from fencepost.harness.check import loading
     run_dir = make(tmp_path)
     need = loading.memory_needed(run_dir / "history.jsonl", run_dir / "final.jsonl")
     monkeypatch.setattr(loading, "available_memory", lambda: need - 1)
@@ -473,7 +473,7 @@ def test_damage_at_the_end_never_makes_any_planted_anomaly_valid(tmp_path):
 def test_both_readers_draw_the_line_bound_at_the_same_byte(tmp_path, monkeypatch, extra):
     """A nemesis line of exactly 64 MiB (its newline included) is read by both readers; one byte
     more is an error, and the C reader leaves the file to the exact reader, which names it."""
-    from harness.rundir.history import MAX_LINE_BYTES
+    from fencepost.harness.rundir.history import MAX_LINE_BYTES
     history = list(HISTORY)
     at = next(i for i, x in enumerate(BASE.history) if x["process"] == "nemesis")
     d = orjson.loads(history[at])

@@ -254,7 +254,7 @@ def test_two_exports_to_one_file_both_write_it_whole(tmp_path):
     same = tmp_path / "same.edn"
     for _ in range(2):
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        procs = [subprocess.Popen([sys.executable, "-m", "harness.cli", "export", str(run_dir), "--edn",
+        procs = [subprocess.Popen([sys.executable, "-m", "fencepost.harness.cli", "export", str(run_dir), "--edn",
                                    "--out", str(same)], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True) for _ in range(2)]
         for proc in procs:
@@ -266,7 +266,7 @@ def test_two_exports_to_one_file_both_write_it_whole(tmp_path):
 
 def test_two_threads_writing_one_file_each_write_it_whole(tmp_path):
     """The temporary name was `.NAME.<pid>.partial`: two writers in one process shared it."""
-    from harness.rundir.atomic import write_atomically
+    from fencepost.harness.rundir.atomic import write_atomically
 
     path = tmp_path / "shared.json"
     payloads = [bytes([65 + i]) * 200_000 for i in range(2)]
@@ -368,7 +368,7 @@ def test_cleanup_only_partials_removes_leftovers_under_results(tmp_path):
 @settings(max_examples=200, deadline=None, database=None)
 @given(st.text(max_size=400))
 def test_safe_name_is_one_bounded_harmless_component(text):
-    from harness.rundir.safe_names import MAX_NAME, safe_name
+    from fencepost.harness.rundir.safe_names import MAX_NAME, safe_name
 
     name = safe_name(text)
     assert SAFE_NAME.fullmatch(name) and len(name) <= MAX_NAME
@@ -380,7 +380,7 @@ def test_safe_name_is_one_bounded_harmless_component(text):
 
 
 def test_safe_names_of_different_texts_differ():
-    from harness.rundir.safe_names import safe_name
+    from fencepost.harness.rundir.safe_names import safe_name
 
     texts = ["a b", "a_b", "a/b", "a\x00b", "../a", ".a", "-a", "", "x" * 300, "x" * 301, "é", "e", "\udcff"]
     names = [safe_name(t) for t in texts]
@@ -388,8 +388,8 @@ def test_safe_names_of_different_texts_differ():
 
 
 def test_a_run_directory_never_lands_outside_the_results_folder(tmp_path):
-    from harness.errors import BadInput
-    from harness.rundir.store import new_run_dir
+    from fencepost.harness.errors import BadInput
+    from fencepost.harness.rundir.store import new_run_dir
 
     results = tmp_path / "deep" / "results"
     results.mkdir(parents=True)
@@ -416,10 +416,10 @@ def hostile_names_case_count(cases: int, seed: int, root: Path) -> dict[str, int
     `cases` hostile texts (as value, topic and topic), a hundred texts per run directory under
     `root`; any write outside the run directory, any name that is not safe, or any error fails.
     Returns the counts."""
-    from checkers.check import PartitionReport
-    from harness.check.checking import write_counterexamples
-    from harness.report.trace import Target, Trace
-    from harness.report.trace_page import write_trace_page
+    from fencepost.checkers.check import PartitionReport
+    from fencepost.harness.check.checking import write_counterexamples
+    from fencepost.harness.report.trace import Target, Trace
+    from fencepost.harness.report.trace_page import write_trace_page
 
     rng = random.Random(seed)
     texts: set[str] = set()
@@ -484,7 +484,7 @@ def test_an_export_killed_mid_write_leaves_a_partial_the_next_export_removes(tmp
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     killed_with_partial = 0
     for _ in range(5):
-        proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "export", str(run_dir), "--edn", "--out",
+        proc = subprocess.Popen([sys.executable, "-m", "fencepost.harness.cli", "export", str(run_dir), "--edn", "--out",
                                  str(out)], cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 60

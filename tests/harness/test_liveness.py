@@ -8,9 +8,9 @@ import shutil
 
 import orjson
 
-from clusters.systems.markers import fatal_markers
-from harness.check.checking import check_run
-from harness.check.liveness import liveness
+from fencepost.clusters.systems.markers import fatal_markers
+from fencepost.harness.check.checking import check_run
+from fencepost.harness.check.liveness import liveness
 from tests.support.paths import EXAMPLES
 
 # Real lines (0.10.2.2's halt, 3.9.1's failed partition, 1.1.1's halt), and ordinary ones.

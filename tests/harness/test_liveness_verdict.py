@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import orjson
 
-from harness.check.checking import check_run
-from harness.check.liveness import Thresholds, liveness
+from fencepost.harness.check.checking import check_run
+from fencepost.harness.check.liveness import Thresholds, liveness
 from tests.support.liveness_support import History, poll, steady
 
 
@@ -97,7 +97,7 @@ def test_liveness_never_changes_the_safety_verdict(tmp_path):
 
 
 def test_the_report_shows_the_liveness_verdict_and_its_findings(tmp_path):
-    from harness.report import write_report
+    from fencepost.harness.report import write_report
 
     h = History()
     steady(h, 1, 60, partitions=(0, 1), gap=(1, 20, 40))

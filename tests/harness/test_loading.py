@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from checkers.anomaly import DUPLICATE, LOST_WRITE, UNSEEN
-from harness.check import native_load
-from harness.errors import BadInput
-from harness.rundir.final_log import FinalState
-from harness.check.loading import load_run
-from harness.rundir.test_file import checker_section
+from fencepost.checkers.anomaly import DUPLICATE, LOST_WRITE, UNSEEN
+from fencepost.harness.check import native_load
+from fencepost.harness.errors import BadInput
+from fencepost.harness.rundir.final_log import FinalState
+from fencepost.harness.check.loading import load_run
+from fencepost.harness.rundir.test_file import checker_section
 from tests.support.loading_support import python_only
 from tests.support.run_builder import History, final_read, write_run
 
@@ -235,7 +235,7 @@ def test_a_record_polled_again_is_one_object(tmp_path):
 
 @pytest.mark.parametrize("seed", [3, 4])
 def test_a_fresh_copy_is_equal_and_shares_each_record_once(tmp_path, seed):
-    from harness.check.loading import fresh_copy
+    from fencepost.harness.check.loading import fresh_copy
     from tests.support.synth.generate import GenConfig, generate
 
     run = generate(GenConfig(seed=seed, lines=2000, stale_follower=seed == 4))

@@ -13,13 +13,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.check import native_load
+from fencepost.harness.check import native_load
 from tests.support.mutation_support import LINES, mutation
 from tests.support.synth.generate import GenConfig, generate_to_dir
 
 pq = pytest.importorskip("pyarrow.parquet", reason="pip install -e '.[spark]'")
 
-from harness.analysis.parquet import copy_final, copy_history  # noqa: E402
+from fencepost.harness.analysis.parquet import copy_final, copy_history  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not native_load.available() and not os.environ.get("CI"),
                                 reason="the C reader was not compiled (no C compiler at install)")

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import orjson
 
-from harness.campaign.expect import Expectation, judge
-from harness.check.checking import check_run
-from harness.check.premise import describe, premise
-from harness.report import write_report
-from harness.rundir.history import HistoryWriter, iter_plain
-from nemesis.durability import Kip101Divergence, LastReplicaStanding
-from nemesis.spec import parse_fault
+from fencepost.harness.campaign.expect import Expectation, judge
+from fencepost.harness.check.checking import check_run
+from fencepost.harness.check.premise import describe, premise
+from fencepost.harness.report import write_report
+from fencepost.harness.rundir.history import HistoryWriter, iter_plain
+from fencepost.nemesis.durability import Kip101Divergence, LastReplicaStanding
+from fencepost.nemesis.spec import parse_fault
 from tests.support.report_support import planted_run
 
 NOT_MET = {"met": False, "why": "the leader n1's power cut lost none of the partition's log (4096 bytes kept)"}

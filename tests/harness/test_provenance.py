@@ -7,7 +7,7 @@ import shutil
 import confluent_kafka
 import pytest
 
-from harness.provenance import client_versions, fencepost_version, history_reader, java_version, versions
+from fencepost.harness.provenance import client_versions, fencepost_version, history_reader, java_version, versions
 
 
 def test_versions_name_fencepost_python_and_the_client_library_as_installed():

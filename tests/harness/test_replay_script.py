@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import BadInput
-from harness.replay.rerun import recorded_test, rerun_spec
-from harness.replay.script import Entry, Unit, flatten, recorded_script
-from harness.replay.shrink import Candidate, Shrinker, Unreproduced
-from harness.run.spec import build_spec
-from harness.run.spec_toml import spec_toml
+from fencepost.harness.errors import BadInput
+from fencepost.harness.replay.rerun import recorded_test, rerun_spec
+from fencepost.harness.replay.script import Entry, Unit, flatten, recorded_script
+from fencepost.harness.replay.shrink import Candidate, Shrinker, Unreproduced
+from fencepost.harness.run.spec import build_spec
+from fencepost.harness.run.spec_toml import spec_toml
 from tests.support.cli import fencepost
 
 T0 = 5_000_000_000  # the history's first op: the main phase's start

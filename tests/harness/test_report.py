@@ -17,10 +17,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from harness.check.checking import check_run
-from harness.errors import BadInput
-from harness.report.bands import NemesisOp, nemesis_bands
-from harness.report.inputs import linked_indices, op_indices
+from fencepost.harness.check.checking import check_run
+from fencepost.harness.errors import BadInput
+from fencepost.harness.report.bands import NemesisOp, nemesis_bands
+from fencepost.harness.report.inputs import linked_indices, op_indices
 from tests.support.paths import EXAMPLES
 from tests.support.report_support import PLOTS, planted_run
 from tests.support.synth.generate import GenConfig, generate
@@ -178,12 +178,12 @@ def embedded_history(page: str) -> dict:
 def test_the_viewer_embeds_every_line_with_its_pair_partitions_and_errors(tmp_path):
     """Fast: the data of history.html (no plots drawn), for a generated run with nemesis
     ops, failed sends, polls of several partitions and a line that cannot be read."""
-    from harness.rundir.history import iter_history
-    from harness.errors import Problems
-    from harness.report.bands import nemesis_bands, pair_actions
-    from harness.report.history_data import HistoryColumns
-    from harness.report.history_viewer import write_history_page
-    from harness.report.scan import scan_history
+    from fencepost.harness.rundir.history import iter_history
+    from fencepost.harness.errors import Problems
+    from fencepost.harness.report.bands import nemesis_bands, pair_actions
+    from fencepost.harness.report.history_data import HistoryColumns
+    from fencepost.harness.report.history_viewer import write_history_page
+    from fencepost.harness.report.scan import scan_history
 
     run = generate(GenConfig(seed=5, lines=2_000, nemesis_rate=0.03, p_fail=0.1, dangling=True))
     run_dir = run.write(tmp_path / "run")
@@ -275,7 +275,7 @@ def _png_size(path: Path) -> tuple[int, int]:
 
 @pytest.fixture(scope="module")
 def planted_report(tmp_path_factory) -> Path:
-    from harness.report import write_report
+    from fencepost.harness.report import write_report
 
     run_dir = planted_run(tmp_path_factory.mktemp("results"))
     assert write_report(run_dir) == run_dir / "report.html"
@@ -338,7 +338,7 @@ def test_the_report_reads_in_order_defines_its_terms_and_its_links_all_land(plan
     """Verdict, anomalies, plots, then the run and its configuration; each anomaly with
     its definition; no page of the run points at docs a downloaded copy lacks; every
     trace, history and counterexample link has its target, and those pages link back."""
-    from checkers.anomaly import DEFINITIONS
+    from fencepost.checkers.anomaly import DEFINITIONS
 
     run_dir = planted_report
     report_html = (run_dir / "report.html").read_text()
@@ -369,7 +369,7 @@ def test_the_report_reads_in_order_defines_its_terms_and_its_links_all_land(plan
 @pytest.mark.integration
 @pytest.mark.slow
 def test_an_empty_unchecked_run_still_gets_a_report_that_says_so(tmp_path):
-    from harness.report import write_report
+    from fencepost.harness.report import write_report
 
     (tmp_path / "history.jsonl").write_bytes(b"")
     report_html = write_report(tmp_path).read_text()
@@ -386,7 +386,7 @@ def test_an_empty_unchecked_run_still_gets_a_report_that_says_so(tmp_path):
 @pytest.mark.integration
 @pytest.mark.slow
 def test_a_run_of_failures_only_without_nemesis_or_final_reads(tmp_path):
-    from harness.report import write_report
+    from fencepost.harness.report import write_report
 
     lines = [line for p in range(3) for seq in range(20) for line in _send(p, seq, (p * 20 + seq) * 10 * MS, "fail")]
     write_run(tmp_path, _numbered(lines), None, {"name": "failing", "nemesis": {"faults": "none"}})
@@ -403,7 +403,7 @@ def test_a_run_of_failures_only_without_nemesis_or_final_reads(tmp_path):
 @pytest.mark.integration
 @pytest.mark.slow
 def test_odd_test_json_shapes_are_shown_as_far_as_they_go(tmp_path):
-    from harness.report import write_report
+    from fencepost.harness.report import write_report
 
     write_run(tmp_path, _numbered(_send(0, 1, 0, "info")), None,
               {"name": "old-shape", "topic": "fp", "partitions": 1, "nemesis": "kill"})
@@ -416,7 +416,7 @@ def test_odd_test_json_shapes_are_shown_as_far_as_they_go(tmp_path):
 
 @pytest.mark.slow
 def test_a_missing_run_directory_is_an_error_that_says_what_to_give(tmp_path):
-    from harness.report import write_report
+    from fencepost.harness.report import write_report
 
     with pytest.raises(BadInput, match="is not a directory: give a run directory"):
         write_report(tmp_path / "nope")
@@ -427,7 +427,7 @@ def test_a_missing_run_directory_is_an_error_that_says_what_to_give(tmp_path):
 def test_a_million_line_history_is_reported(tmp_path):
     """1,000,000 history lines (about 490,000 ops); written in about 9 s on the
     2-CPU development machine (docs/REPORT.md). No time is asserted."""
-    from harness.report import write_report
+    from fencepost.harness.report import write_report
     from tests.support.synth.generate import generate_to_dir
 
     generate_to_dir(tmp_path, GenConfig(seed=1, lines=1_000_000, consumer_share=0.12,
@@ -445,8 +445,8 @@ def test_a_million_line_history_is_reported(tmp_path):
 def test_bucketed_quantiles_summed_steps_merged_bands_and_round_buckets():
     import numpy as np
 
-    from harness.report.figures import merge_intervals
-    from harness.report.plots import bucket_quantiles, bucket_width, sum_steps
+    from fencepost.harness.report.figures import merge_intervals
+    from fencepost.harness.report.plots import bucket_quantiles, bucket_width, sum_steps
 
     buckets, values = bucket_quantiles(np.array([0, 0, 0, 0, 2]), np.array([4.0, 1.0, 3.0, 2.0, 9.0]),
                                        [0.5, 1.0])
@@ -468,7 +468,7 @@ def test_fencepost_report_writes_the_report_of_a_checked_run_and_refuses_a_missi
 
     run_dir = tmp_path / "run"
     shutil.copytree(EXAMPLES / "kip101-scenario-1", run_dir)
-    cli = [sys.executable, "-m", "harness.cli"]
+    cli = [sys.executable, "-m", "fencepost.harness.cli"]
     assert subprocess.run([*cli, "check", str(run_dir)], capture_output=True).returncode == 1
     done = subprocess.run([*cli, "report", str(run_dir)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
@@ -479,8 +479,8 @@ def test_fencepost_report_writes_the_report_of_a_checked_run_and_refuses_a_missi
 
 
 def test_every_kind_of_anomaly_example_names_something_to_trace():
-    from harness.report.inputs import example_targets
-    from harness.report.trace import Target
+    from fencepost.harness.report.inputs import example_targets
+    from fencepost.harness.report.trace import Target
 
     fp = {"topic": "fp", "partition": 0}
     assert example_targets({**fp, "value": "a", "offset": 5}) == [Target("a"), Target(None, "fp", 0, 5)]

@@ -21,7 +21,7 @@ from urllib.parse import unquote
 
 import pytest
 
-from harness.check.checking import check_run
+from fencepost.harness.check.checking import check_run
 from tests.support.cli import fencepost
 from tests.support.liveness_support import (CRASHED, HEADER, STUCK, STUCK_WHY, UNLOGGED, History, logged, plant_log,
                                               steady, stuck_run)
@@ -30,9 +30,9 @@ from tests.support.paths import ROOT
 
 def render(run_dir: Path) -> str:
     """report.html's text as `write_report` renders it, without drawing the plots."""
-    from harness.report.html import render_report
-    from harness.report.inputs import load_inputs
-    from harness.report.scan import scan_history
+    from fencepost.harness.report.html import render_report
+    from fencepost.harness.report.inputs import load_inputs
+    from fencepost.harness.report.scan import scan_history
 
     return render_report(load_inputs(run_dir), scan_history(run_dir), [], [])
 
@@ -146,7 +146,7 @@ def test_fencepost_serve_sends_the_client_logs_and_stacks_as_text(tmp_path):
     import threading
     import urllib.request
 
-    from harness.serve import make_server
+    from fencepost.harness.serve import make_server
 
     run_dir = logged(stuck_run(tmp_path / "results" / "stuck" / "20261127T100000-abc123"))
     server = make_server(tmp_path / "results", port=0)

@@ -11,9 +11,9 @@ from urllib.parse import unquote
 
 import orjson
 
-from harness.index.page import write_index
-from harness.index.tree import scan
-from harness.serve import find_all, runs_page
+from fencepost.harness.index.page import write_index
+from fencepost.harness.index.tree import scan
+from fencepost.harness.serve import find_all, runs_page
 from tests.support.campaign_support import make_campaign
 from tests.support.cli import fencepost
 from tests.support.paths import EXAMPLES

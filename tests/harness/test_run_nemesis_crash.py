@@ -8,9 +8,9 @@ import random
 from pathlib import Path
 from typing import Iterator
 
-from harness.run.runner import RunOutcome, run_nemesis
-from nemesis import MemoryRecorder, Nemesis
-from nemesis.schedule import Schedule, Step
+from fencepost.harness.run.runner import RunOutcome, run_nemesis
+from fencepost.nemesis import MemoryRecorder, Nemesis
+from fencepost.nemesis.schedule import Schedule, Step
 
 
 class BrokenSchedule(Schedule):

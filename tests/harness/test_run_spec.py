@@ -9,10 +9,10 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from harness.errors import BadInput
-from harness.run.progress import Progress, Status
-from harness.run.spec import build_spec, load_toml
-from harness.rundir.store import format_time, new_run_dir, run_logger, run_stamp, run_started, close_logger
+from fencepost.harness.errors import BadInput
+from fencepost.harness.run.progress import Progress, Status
+from fencepost.harness.run.spec import build_spec, load_toml
+from fencepost.harness.rundir.store import format_time, new_run_dir, run_logger, run_stamp, run_started, close_logger
 
 
 def test_defaults_are_the_main_job():
@@ -163,8 +163,8 @@ def test_a_new_run_directory_and_its_log_say_their_utc_offset(tmp_path):
 def test_fencepost_log_says_the_verdict_in_words():
     from pathlib import Path
 
-    from harness.check.checking import CheckOutcome
-    from harness.run.runner import RunOutcome, verdict_line
+    from fencepost.harness.check.checking import CheckOutcome
+    from fencepost.harness.run.runner import RunOutcome, verdict_line
 
     invalid = RunOutcome(Path("r"), CheckOutcome(False, {"anomaly_counts": {"lost-write": 3, "duplicate": 0}}, 1),
                          None, timings={"run to first op": 1.666}, problems=[])
@@ -179,7 +179,7 @@ def test_fencepost_log_says_the_verdict_in_words():
 def test_the_netns_tools_in_sbin_but_off_path_are_named_with_the_fix(monkeypatch):
     """A user's PATH kept through sudo (a CI workflow keeping its Python) lacks /usr/sbin on Debian:
     the netns backend is not available then, and the reason says where the tools are."""
-    from clusters.hosts import netns
+    from fencepost.clusters.hosts import netns
     if os.geteuid() != 0 or not os.path.exists("/usr/sbin/iptables"):
         pytest.skip("needs root and /usr/sbin/iptables")
     monkeypatch.setenv("PATH", "/usr/local/bin:/usr/bin:/bin")

@@ -6,10 +6,10 @@ import logging
 
 import pytest
 
-from harness.errors import BadInput
-from harness.run.progress import Progress
-from harness.run.runner import _setup, _teardown
-from harness.run.spec import build_spec
+from fencepost.harness.errors import BadInput
+from fencepost.harness.run.progress import Progress
+from fencepost.harness.run.runner import _setup, _teardown
+from fencepost.harness.run.spec import build_spec
 
 
 def test_unclean_leader_election_is_off_unless_asked_for():

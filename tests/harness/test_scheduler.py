@@ -12,7 +12,7 @@ from collections import Counter
 
 import pytest
 
-from harness.run.scheduler import Lane, Scheduler, plan_processes
+from fencepost.harness.run.scheduler import Lane, Scheduler, plan_processes
 
 
 class SimClock:

@@ -21,8 +21,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from harness.errors import BadInput
-from harness.serve import find_all, make_server
+from fencepost.harness.errors import BadInput
+from fencepost.harness.serve import find_all, make_server
 from tests.support.cli import FENCEPOST
 from tests.support.paths import ROOT
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.compare.stats import fisher_exact, two_rates_p
+from fencepost.harness.compare.stats import fisher_exact, two_rates_p
 
 
 def test_fisher_exact_known_values():

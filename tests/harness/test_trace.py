@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import BadInput
-from harness.report.trace_page import render_trace, write_trace_page
-from harness.report.trace import Target, parse_offset, trace_run
+from fencepost.harness.errors import BadInput
+from fencepost.harness.report.trace_page import render_trace, write_trace_page
+from fencepost.harness.report.trace import Target, parse_offset, trace_run
 from tests.support.paths import ROOT
 from tests.support.synth.run import write_run
 
@@ -148,7 +148,7 @@ def test_the_page_links_each_line_into_the_history_viewer_and_back_to_the_report
 
 
 def test_the_command_prints_the_trace_and_refuses_bad_input_with_254(run_dir, tmp_path):
-    cli = [sys.executable, "-m", "harness.cli", "trace"]
+    cli = [sys.executable, "-m", "fencepost.harness.cli", "trace"]
     done = subprocess.run([*cli, str(run_dir), "a", "--html"], capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     out = done.stdout

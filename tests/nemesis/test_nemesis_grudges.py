@@ -8,11 +8,11 @@ from itertools import combinations
 
 import pytest
 
-from clusters.errors import ClusterConfigError
-from nemesis.grudges import (complete_grudge, components_for, grudge_for, grudge_json, is_symmetric,
+from fencepost.clusters.errors import ClusterConfigError
+from fencepost.nemesis.grudges import (complete_grudge, components_for, grudge_for, grudge_json, is_symmetric,
                              isolate_from, majorities_ring, sees)
-from nemesis.spec import PARTITION_TARGETS, ROLE_TARGETS
-from nemesis.targets import pick_nodes
+from fencepost.nemesis.spec import PARTITION_TARGETS, ROLE_TARGETS
+from fencepost.nemesis.targets import pick_nodes
 
 CONTROL = ["controller"]
 

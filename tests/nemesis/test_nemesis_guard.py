@@ -12,7 +12,7 @@ import threading
 
 import pytest
 
-from nemesis.guard import HealGuard
+from fencepost.nemesis.guard import HealGuard
 from tests.support.paths import ROOT as REPO
 
 

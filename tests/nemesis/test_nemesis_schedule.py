@@ -8,9 +8,9 @@ import random
 
 import pytest
 
-from clusters.errors import ClusterConfigError
-from nemesis.schedule import FixedSchedule, RandomSchedule, ScriptedSchedule, Step, make_schedule
-from nemesis.spec import DRAWN_TARGETS, FAULT_KINDS, FaultSpec, parse_fault, parse_faults
+from fencepost.clusters.errors import ClusterConfigError
+from fencepost.nemesis.schedule import FixedSchedule, RandomSchedule, ScriptedSchedule, Step, make_schedule
+from fencepost.nemesis.spec import DRAWN_TARGETS, FAULT_KINDS, FaultSpec, parse_fault, parse_faults
 
 
 def test_a_composition_parses_in_order_with_default_targets():

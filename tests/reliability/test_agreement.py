@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from checkers import anomaly as A
+from fencepost.checkers import anomaly as A
 from tests.support.synth.checking import anomalies_by_partition, check_synth
 from tests.support.synth.generate import GenConfig, generate
 from tests.support.synth.plant import PLANTERS, CannotPlant, plant

@@ -26,8 +26,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.run import spec as run_spec
-from harness.run.spec import CHECKER_KEYS, MAX_NODES, MAX_PARTITIONS, MAX_PROCESSES, MAX_SECONDS, SECTIONS
+from fencepost.harness.run import spec as run_spec
+from fencepost.harness.run.spec import CHECKER_KEYS, MAX_NODES, MAX_PARTITIONS, MAX_PROCESSES, MAX_SECONDS, SECTIONS
 from tests.support.cli import Outcome, in_process
 from tests.support.paths import ROOT
 
@@ -393,7 +393,7 @@ def test_the_real_entry_point_refuses_the_same_way():
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     for argv, names in [(["run", "--nodes", "0"], ["nodes = 0"]),
                         (["run", "--nemesis", "kill,bogus"], ["nemesis.faults", "bogus"])]:
-        entry = [shutil.which("fencepost")] if shutil.which("fencepost") else [sys.executable, "-m", "harness.cli"]
+        entry = [shutil.which("fencepost")] if shutil.which("fencepost") else [sys.executable, "-m", "fencepost.harness.cli"]
         done = subprocess.run([*entry, *argv, *TRIPWIRE], cwd=WORK, env=env,
                               capture_output=True, text=True, timeout=120)
         refused(Outcome(done.returncode, done.stderr), *names)

@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from clusters.lazyfs.cleanup import daemons
-from clusters.lazyfs.mounts import lazy_mounts
+from fencepost.clusters.lazyfs.cleanup import daemons
+from fencepost.clusters.lazyfs.mounts import lazy_mounts
 from tests.support.crash_support import fencepost_cleanup, leftovers
 from tests.support.lazyfs_support import needs_fuse
 from tests.support.paths import SUPPORT

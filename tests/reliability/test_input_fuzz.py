@@ -29,8 +29,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.check.checking import check_run
-from harness.errors import BadInput
+from fencepost.harness.check.checking import check_run
+from fencepost.harness.errors import BadInput
 from tests.support.mutation_support import LINES, TEST_JSON, WORK, mutation
 from tests.support.paths import ROOT
 
@@ -161,7 +161,7 @@ def test_the_cli_names_file_and_line_of_a_corrupt_history_line():
     at = next(i for i, line in enumerate(history) if b'"nemesis"' in line)  # no client op depends on it
     history[at] = b"\xff\x00garbage\n"
     run_dir = write_run({**LINES, "history.jsonl": history})
-    done = subprocess.run([sys.executable, "-m", "harness.cli", "check", str(run_dir), "--no-write"], cwd=ROOT,
+    done = subprocess.run([sys.executable, "-m", "fencepost.harness.cli", "check", str(run_dir), "--no-write"], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "Traceback" not in done.stderr and f"history.jsonl:{at + 1}:" in done.stdout, done.stdout

@@ -13,10 +13,10 @@ import time
 
 import pytest
 
-from clusters.hosts.local_process import marked_processes
-from clusters.lazyfs import LazyMount, cleanup
-from clusters.lazyfs.cleanup import daemons
-from clusters.lazyfs.mounts import lazy_mounts
+from fencepost.clusters.hosts.local_process import marked_processes
+from fencepost.clusters.lazyfs import LazyMount, cleanup
+from fencepost.clusters.lazyfs.cleanup import daemons
+from fencepost.clusters.lazyfs.mounts import lazy_mounts
 from tests.support.cli import fencepost
 from tests.support.lazyfs_support import needs_fuse, tree, write
 from tests.support.paths import SUPPORT

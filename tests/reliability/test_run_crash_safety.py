@@ -16,9 +16,9 @@ import orjson
 import pytest
 
 from bench.crash_runs import measure, summary, table
-from clusters.hosts import netns
-from clusters.hosts.netns import network
-from clusters.hosts.local_process import marked_processes
+from fencepost.clusters.hosts import netns
+from fencepost.clusters.hosts.netns import network
+from fencepost.clusters.hosts.local_process import marked_processes
 from tests.support.paths import ROOT
 
 RUNS = 10  # the bench does 20 for the published figure; a CI run keeps the suite within its budget
@@ -78,7 +78,7 @@ def test_cleanup_of_one_cluster_leaves_the_others_running(tmp_path):
                                   str(tmp_path / f"{name}-{host.name}.log")) for host in hosts]
                 for name, hosts in made.items()}
     try:
-        done = subprocess.run([sys.executable, "-m", "harness.cli", "cleanup", "--cluster", "crashed-one"],
+        done = subprocess.run([sys.executable, "-m", "fencepost.harness.cli", "cleanup", "--cluster", "crashed-one"],
                               capture_output=True, text=True, cwd=ROOT, timeout=120)
         assert done.returncode == 0, done.stderr
         mine, other = made["crashed-one"], made["crashed-one-b"]
@@ -99,7 +99,7 @@ def test_cleanup_of_one_cluster_leaves_the_others_running(tmp_path):
 WRITER = """
 import sys
 from pathlib import Path
-from harness.rundir.final import add_final_lines
+from fencepost.harness.rundir.final import add_final_lines
 lines = [b'{"kind":"read","topic":"fp","partition":0,"offset":%d,"value":"0-%d"}' % (i, i) for i in range(200_000)]
 print("ready", flush=True)
 for k in range(10_000):

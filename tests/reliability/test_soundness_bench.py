@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from checkers import anomaly as A
+from fencepost.checkers import anomaly as A
 from tests.support.bench_support import bench_module
 from tests.support.paths import ROOT
 from tests.support.synth.generate import generate

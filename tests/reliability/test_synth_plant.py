@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from checkers import anomaly as A
+from fencepost.checkers import anomaly as A
 from tests.support.synth.edit import acked_sends, insert_record, move_after, ok_polls, pair_ops
 from tests.support.synth.generate import GenConfig, generate
 from tests.support.synth.plant import PLANTERS, CannotPlant, expected_invalid, plant

@@ -1,4 +1,4 @@
-"""Test support for the own broker: start `python -m broker serve` as a process, talk raw protocol to it.
+"""Test support for the own broker: start `python -m fencepost.broker serve` as a process, talk raw protocol to it.
 
 - `start_broker(data_dir, ...)` starts a broker on 127.0.0.1 with an OS-chosen
   port (read back from its log) and returns a `BrokerProcess` that can be
@@ -40,7 +40,7 @@ def recv_exact(sock: socket.socket, n: int) -> bytes | None:
 
 
 class BrokerProcess:
-    """`python -m broker serve` started by a test (its stdout and stderr go to `log_file`)."""
+    """`python -m fencepost.broker serve` started by a test (its stdout and stderr go to `log_file`)."""
 
     def __init__(self, data_dir: Path, log_file: Path, node_id: int, port: int,
                  extra_args: tuple[str, ...]) -> None:
@@ -71,7 +71,7 @@ class BrokerProcess:
         return self.log_file.read_text(errors="replace") if self.log_file.exists() else ""
 
     def _launch(self, timeout: float) -> None:
-        cmd = [sys.executable, "-m", "broker", "serve", "--node-id", str(self.node_id),
+        cmd = [sys.executable, "-m", "fencepost.broker", "serve", "--node-id", str(self.node_id),
                "--listen", f"127.0.0.1:{self.port}", "--data-dir", str(self.data_dir), *self.extra_args]
         self.process = ManagedProcess(f"broker {self.node_id}", cmd, self.log_file, _LISTENING)
         self.port = int(self.process.wait_ready(self.process.launch(), timeout).group(2))

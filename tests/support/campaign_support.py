@@ -8,8 +8,8 @@ import io
 import shutil
 from pathlib import Path
 
-from harness.campaign.plan import Shard, load_campaign
-from harness.campaign.runner import campaign_dir, run_campaign
+from fencepost.harness.campaign.plan import Shard, load_campaign
+from fencepost.harness.campaign.runner import campaign_dir, run_campaign
 from tests.support.paths import EXAMPLES
 
 # the seeds' runs, standing in for runs of each truncation (their test.json says which)
@@ -31,8 +31,8 @@ verdict = "invalid"
 def run_one(planned, where):
     run_dir = where / "run" / f"2026112{planned.number}T100000Z-abcde{planned.number}"
     shutil.copytree(EXAMPLES / SOURCE[planned.spec.truncation][planned.spec.seed - 1], run_dir)
-    from harness.check.checking import check_run
-    from harness.rundir.record import verdict_word
+    from fencepost.harness.check.checking import check_run
+    from fencepost.harness.rundir.record import verdict_word
     check = check_run(run_dir, out=None, jobs=1)
     (run_dir / "report.html").write_text("<html>the run's report</html>")
     return {"verdict": verdict_word(check.valid), "exit_code": check.exit_code,

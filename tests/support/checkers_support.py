@@ -7,8 +7,8 @@ Times are the line index times 10 ns, so they are distinct and ordered.
 """
 from __future__ import annotations
 
-from checkers.anomaly import Anomaly
-from checkers.partition import PartitionHistory, Poll, ReplicaState, Reset, Send
+from fencepost.checkers.anomaly import Anomaly
+from fencepost.checkers.partition import PartitionHistory, Poll, ReplicaState, Reset, Send
 
 
 def send(i: int, value: str, offset: int | None = None, outcome: str = "ok",

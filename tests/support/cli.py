@@ -26,18 +26,18 @@ from pathlib import Path
 import orjson
 import pytest
 
-from harness.cli import main
+from fencepost.harness.cli import main
 from tests.support.paths import ROOT
 
 FENCEPOST = ("import sys, harness.commands as c\n"
-             "if 'harness.commands.serve' not in c.COMMANDS:\n"
-             "    c.COMMANDS = (*c.COMMANDS, 'harness.commands.serve')\n"
+             "if 'fencepost.harness.commands.serve' not in c.COMMANDS:\n"
+             "    c.COMMANDS = (*c.COMMANDS, 'fencepost.harness.commands.serve')\n"
              "from harness.cli import main\n"
              "sys.exit(main(sys.argv[1:]))\n")
 
 
 def fencepost(cwd: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=cwd, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "fencepost.harness.cli", *args], cwd=cwd, capture_output=True,
                           text=True, timeout=timeout,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
 

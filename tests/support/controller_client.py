@@ -3,7 +3,7 @@
 - `ControllerClient(port)`: one connection; `request(dict) -> dict` sends a
   request with the next "id" and returns its answer; snapshot pushes that arrive
   meanwhile are kept in `pushes` and read with `next_push(timeout)`.
-- `start_controller(data_dir, ...)` starts `python -m broker controller` on
+- `start_controller(data_dir, ...)` starts `python -m fencepost.broker controller` on
   127.0.0.1 with an OS-chosen port (read back from its log line
   `controller listening on HOST:PORT`) and returns a `ControllerProcess` that can
   be stopped (SIGTERM), killed (SIGKILL) and restarted on the same data dir.
@@ -111,7 +111,7 @@ class ControllerClient:
 
 
 class ControllerProcess:
-    """`python -m broker controller` started by a test (its stdout and stderr go to `log_file`)."""
+    """`python -m fencepost.broker controller` started by a test (its stdout and stderr go to `log_file`)."""
 
     def __init__(self, data_dir: Path, log_file: Path, port: int, extra_args: tuple[str, ...]) -> None:
         self.data_dir = data_dir
@@ -138,7 +138,7 @@ class ControllerProcess:
         return ControllerClient(self.port, timeout=timeout)
 
     def _launch(self, port: int, timeout: float) -> None:
-        cmd = [sys.executable, "-m", "broker", "controller", "--listen", f"127.0.0.1:{port}",
+        cmd = [sys.executable, "-m", "fencepost.broker", "controller", "--listen", f"127.0.0.1:{port}",
                "--data-dir", str(self.data_dir), *self.extra_args]
         self.process = ManagedProcess("controller", cmd, self.log_file, _LISTENING)
         self.port = int(self.process.wait_ready(self.process.launch(), timeout).group(2))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 
-from clusters.cluster import Cluster, ClusterSpec  # noqa: E402
+from fencepost.clusters.cluster import Cluster, ClusterSpec  # noqa: E402
 
 
 def main(directory: str, backend: str, name: str, subnet: str, seed: str) -> None:

@@ -8,9 +8,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from clusters.hosts.netns import network
-from clusters.hosts.docker.node import CLUSTER_LABEL
-from clusters.hosts.local_process import marked_processes
+from fencepost.clusters.hosts.netns import network
+from fencepost.clusters.hosts.docker.node import CLUSTER_LABEL
+from fencepost.clusters.hosts.local_process import marked_processes
 from tests.support.docker_daemon import daemon_answers
 
 
@@ -48,5 +48,5 @@ def others(ours: list[str]) -> tuple[list[str], list[int]]:
 
 
 def fencepost_cleanup(cluster: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness.cli", "cleanup", "--cluster", cluster],
+    return subprocess.run([sys.executable, "-m", "fencepost.harness.cli", "cleanup", "--cluster", cluster],
                           capture_output=True, text=True, timeout=120)

@@ -19,8 +19,8 @@ from typing import Any, Callable, Mapping
 
 import pytest
 
-from clusters.errors import ClusterConfigError, HostError
-from clusters.hosts.base import CLUSTER_ENV, NODE_ENV, Host, HostSet, ProcessHandle
+from fencepost.clusters.errors import ClusterConfigError, HostError
+from fencepost.clusters.hosts.base import CLUSTER_ENV, NODE_ENV, Host, HostSet, ProcessHandle
 
 WAIT_S = 20.0
 CONNECT_TIMEOUT_S = 2.0
@@ -332,7 +332,7 @@ def free_subnet(first: int, last: int) -> str:
     """A /24 in 10.77.<first..last> that nothing on this machine routes (each test module keeps to
     its own range, since tests run beside other clusters). FENCEPOST_TEST_SUBNETS=A-B puts every
     module in 10.77.<A..B> instead (people sharing a machine each keep to their own)."""
-    from clusters.hosts.netns import network as netns_network
+    from fencepost.clusters.hosts.netns import network as netns_network
 
     override = os.environ.get("FENCEPOST_TEST_SUBNETS")
     if override:

@@ -16,8 +16,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 
-from clusters.hosts.base import CLUSTER_ENV  # noqa: E402
-from clusters.lazyfs import LazyMount, LazyOptions  # noqa: E402
+from fencepost.clusters.hosts.base import CLUSTER_ENV  # noqa: E402
+from fencepost.clusters.lazyfs import LazyMount, LazyOptions  # noqa: E402
 
 
 def main(directory: str, cluster: str, seed: str) -> None:

@@ -9,8 +9,8 @@ from typing import Callable, Iterator
 
 import pytest
 
-from clusters.errors import ClusterConfigError
-from clusters.lazyfs import LazyMount, LazyOptions, check_device, cleanup, daemon_binary
+from fencepost.clusters.errors import ClusterConfigError
+from fencepost.clusters.lazyfs import LazyMount, LazyOptions, check_device, cleanup, daemon_binary
 
 CLUSTER = f"pytest-lazyfs-{os.getpid()}"
 DIR = "<dir>"

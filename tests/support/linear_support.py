@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from checkers.partition import PartitionHistory, Poll, Send
+from fencepost.checkers.partition import PartitionHistory, Poll, Send
 
 
 def send(process, value, invoke, complete, offset=None, outcome="ok"):

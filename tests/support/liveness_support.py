@@ -17,7 +17,7 @@ from pathlib import Path
 
 import orjson
 
-from harness.check.checking import check_run
+from fencepost.harness.check.checking import check_run
 
 S = 1_000_000_000
 

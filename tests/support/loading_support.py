@@ -15,11 +15,11 @@ from typing import Any, Callable
 
 import pytest
 
-from harness.check import native_load
-from harness.errors import Problems
-from harness.rundir.final_log import FinalLog, read_final
-from harness.rundir.history import HistoryReader
-from harness.check.loading import LoadedRun, group_operations, load_run
+from fencepost.harness.check import native_load
+from fencepost.harness.errors import Problems
+from fencepost.harness.rundir.final_log import FinalLog, read_final
+from fencepost.harness.rundir.history import HistoryReader
+from fencepost.harness.check.loading import LoadedRun, group_operations, load_run
 
 COUNTER = itertools.count()
 

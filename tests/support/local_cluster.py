@@ -29,11 +29,11 @@ from typing import Any, Callable
 
 import orjson
 
-from broker.common.controller_protocol import NO_LEADER, PartitionState, Snapshot, TopicState
-from clusters.errors import HostError
-from clusters.hosts.local_process import local_state
-from clusters.hosts.process import free_port
-from clusters.systems import own_controller
+from fencepost.broker.common.controller_protocol import NO_LEADER, PartitionState, Snapshot, TopicState
+from fencepost.clusters.errors import HostError
+from fencepost.clusters.hosts.local_process import local_state
+from fencepost.clusters.hosts.process import free_port
+from fencepost.clusters.systems import own_controller
 from tests.support.broker_support import RawClient
 from tests.support.managed_process import POLL_INTERVAL_S, START_TIMEOUT_S, STOP_TIMEOUT_S, ClusterError, ManagedProcess
 from tests.support.tcp_proxy import TcpProxy
@@ -104,7 +104,7 @@ class LocalCluster:
         self._proxies: dict[int, TcpProxy] = {}
         self.controller = ManagedProcess(
             "controller",
-            [sys.executable, "-m", "broker", "controller", "--listen", f"127.0.0.1:{self.controller_port}",
+            [sys.executable, "-m", "fencepost.broker", "controller", "--listen", f"127.0.0.1:{self.controller_port}",
              "--data-dir", str(self.base_dir / "controller"), "--session-timeout-ms", str(session_timeout_ms)],
             self.base_dir / "controller.log", re.compile(r"controller listening on "))
         self._brokers: dict[int, ManagedProcess] = {}
@@ -138,7 +138,7 @@ class LocalCluster:
             self.wait_for_fenced(node, False, timeout)
 
     def _broker_process(self, node: int) -> ManagedProcess:
-        command = [sys.executable, "-m", "broker", "serve", "--node-id", str(node),
+        command = [sys.executable, "-m", "fencepost.broker", "serve", "--node-id", str(node),
                    "--listen", f"127.0.0.1:{self._ports[node]}", "--data-dir", str(self.data_dir(node)),
                    "--controller", self._proxies[node].address, "--truncation", self.truncation,
                    *self._broker_args, *self._node_args.get(node, ())]

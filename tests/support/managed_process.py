@@ -1,6 +1,6 @@
 """A child process a test started: its command, its log file, its readiness line, and its signals.
 
-Owns the life of one process (`python -m broker serve`, `python -m broker
+Owns the life of one process (`python -m fencepost.broker serve`, `python -m fencepost.broker
 controller`, ...): launch with stdout and stderr appended to its log file,
 wait for the line that says it is ready (or name it, with the tail of its log,
 when it dies or stays silent), SIGSTOP/SIGCONT/SIGTERM/SIGKILL, and reaping.

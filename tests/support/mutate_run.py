@@ -190,7 +190,7 @@ PLANT_CONFIG = dict(lines=260, partitions=2, producers=4, consumers=2, nodes=3, 
 
 
 def _check_exit(files: dict[str, bytes]) -> tuple[int, dict]:
-    from harness.check.checking import check_run
+    from fencepost.harness.check.checking import check_run
     with tempfile.TemporaryDirectory(prefix="fpmut-base-", dir=work_parent()) as tmp:
         for name, data in files.items():
             Path(tmp, name).write_bytes(data)
@@ -1257,7 +1257,7 @@ def _child(argv: list[str], lay: Layout, agree: tuple[str, ...] | None, timeout:
         sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding=enc, errors="backslashreplace",
                                       line_buffering=True)
         sys.__stdout__, sys.__stderr__ = sys.stdout, sys.stderr
-        from harness import cli
+        from fencepost.harness import cli
         try:
             code = cli.main(argv)
         except SystemExit as stop:
@@ -1287,7 +1287,7 @@ def _agree(run: Path, changed: tuple[str, ...]) -> tuple[bool, str | None]:
     """(compared, how the C reader's load of the run differs from the exact Python reader's or None).
     Where the C reader gave up on every file the case changed, both loads are the exact
     reader's (of an unchanged file, the examples and bases agree) and are not compared."""
-    from harness.check import loading, native_load
+    from fencepost.harness.check import loading, native_load
     from tests.support.loading_support import assert_same_load
 
     if not native_load.available():
@@ -1351,7 +1351,7 @@ def run_process(argv: list[str], lay: Layout, timeout: int = 120) -> Ran:
     env = {**os.environ, "HOME": str(lay.home), "TMPDIR": str(lay.tmp),
            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
     exe = shutil.which("fencepost")
-    cmd = [exe, *argv] if exe else [sys.executable, "-m", "harness.cli", *argv]
+    cmd = [exe, *argv] if exe else [sys.executable, "-m", "fencepost.harness.cli", *argv]
     try:
         done = subprocess.run(cmd, cwd=lay.cwd, env=env, capture_output=True, timeout=timeout,
                               stdin=subprocess.DEVNULL)
@@ -1525,7 +1525,7 @@ def work_parent() -> str | None:
 
 def warm_up() -> None:
     """Import and run every command once in this process, so forked children start warm."""
-    from harness import cli
+    from fencepost.harness import cli
     base = bases()[0]
     with tempfile.TemporaryDirectory(prefix="fpmut-warm-", dir=work_parent()) as tmp:
         for name, data in base.files.items():
@@ -1544,7 +1544,7 @@ def prebuilt_parser():
     building 20 subcommands' parsers per command (parsing does not change a parser). Put back
     on leaving, so that nothing else in this process sees it (a test that replaces a command's
     `run` needs a parser built after)."""
-    from harness import cli
+    from fencepost.harness import cli
     own = cli.build_parser
     parser = own()
     cli.build_parser = lambda: parser

@@ -8,9 +8,9 @@ from typing import Iterator
 
 import pytest
 
-from clusters.cluster import Cluster, ClusterSpec
-from clusters.systems.base import TopicSpec
-from clusters.systems.own import BROKER_PORT, CONTROLLER_PORT
+from fencepost.clusters.cluster import Cluster, ClusterSpec
+from fencepost.clusters.systems.base import TopicSpec
+from fencepost.clusters.systems.own import BROKER_PORT, CONTROLLER_PORT
 from tests.support import host_contract
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import orjson
 
-from harness.check.checking import check_run
-from harness.run.spec import TestSpec as RunSpec  # (a Test* name would be collected)
+from fencepost.harness.check.checking import check_run
+from fencepost.harness.run.spec import TestSpec as RunSpec  # (a Test* name would be collected)
 from tests.support.synth.generate import GenConfig, generate
 from tests.support.synth.plant import plant
 

@@ -17,7 +17,7 @@ HistoryWriter and its Recorder, a producer and a consumer:
   a consumer assigned from the beginning (the assign is recorded).
 - `finish(cluster)`: the final read of every partition by a fresh consumer (0 to
   the high watermark, through the leader; `read-state` says whether it got
-  there), a clean stop of every broker (checkpoints written), `python -m broker
+  there), a clean stop of every broker (checkpoints written), `python -m fencepost.broker
   dump-log` of every node appended to final.jsonl, test.json written, and
   `check_run` returned (paused brokers are resumed and cut links healed first).
 The module-level helpers (`send_values`, `final_read`, `dump_replica`,
@@ -38,10 +38,10 @@ from typing import TYPE_CHECKING, Any, Iterable
 import orjson
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
-from harness.check.checking import CheckOutcome, check_run
-from harness.rundir.history import HistoryWriter, InvokeHandle, Recorder
-from workloads.final_read import final_read_lines
-from workloads.outcomes import DEFINITE_PRODUCE_ERRORS, delivery_type
+from fencepost.harness.check.checking import CheckOutcome, check_run
+from fencepost.harness.rundir.history import HistoryWriter, InvokeHandle, Recorder
+from fencepost.workloads.final_read import final_read_lines
+from fencepost.workloads.outcomes import DEFINITE_PRODUCE_ERRORS, delivery_type
 
 if TYPE_CHECKING:
     from tests.support.local_cluster import LocalCluster
@@ -120,9 +120,9 @@ def final_read(bootstrap: str, topic: str, partitions: Iterable[int] = (0,),
 
 
 def dump_replica(data_dir: Path, node: str) -> list[bytes]:
-    """`python -m broker dump-log` of one node's data directory: final.jsonl lines
+    """`python -m fencepost.broker dump-log` of one node's data directory: final.jsonl lines
     (a partition it could not read fully is reported on its stderr and left short)."""
-    done = subprocess.run([sys.executable, "-m", "broker", "dump-log", "--data-dir", str(data_dir),
+    done = subprocess.run([sys.executable, "-m", "fencepost.broker", "dump-log", "--data-dir", str(data_dir),
                            "--node", node], capture_output=True, timeout=120)
     if done.returncode not in (0, 1):
         raise RuntimeError(f"dump-log of {node} ({data_dir}) exited with {done.returncode}: "

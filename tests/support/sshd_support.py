@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from clusters.hosts.base import Host, HostSet, ProcessHandle
+from fencepost.clusters.hosts.base import Host, HostSet, ProcessHandle
 
 SSHD = "/usr/sbin/sshd"
 PRIVSEP_DIR = Path("/run/sshd")  # sshd refuses to start without it

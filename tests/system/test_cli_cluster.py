@@ -12,7 +12,7 @@ import orjson
 import pytest
 from confluent_kafka import Producer
 
-from clusters.hosts.local_process import local_state
+from fencepost.clusters.hosts.local_process import local_state
 from tests.support.cli import fencepost
 
 pytestmark = [pytest.mark.integration]

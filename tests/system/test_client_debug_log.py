@@ -16,11 +16,11 @@ import orjson
 import pytest
 from confluent_kafka import Producer
 
-from harness.rundir.history import HistoryWriter, Recorder
-from harness.rundir.names import CLIENTS_DIR, HISTORY_FILE
+from fencepost.harness.rundir.history import HistoryWriter, Recorder
+from fencepost.harness.rundir.names import CLIENTS_DIR, HISTORY_FILE
 from tests.support.local_cluster import LocalCluster, node_name
-from workloads.client_log import DEFAULT_DEBUG
-from workloads.consumer import ConsumerOptions, ConsumerWorkload
+from fencepost.workloads.client_log import DEFAULT_DEBUG
+from fencepost.workloads.consumer import ConsumerOptions, ConsumerWorkload
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

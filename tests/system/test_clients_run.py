@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 from tests.support.cli import fencepost
-from workloads.client_log import DEFAULT_DEBUG, DEFAULT_LINES
+from fencepost.workloads.client_log import DEFAULT_DEBUG, DEFAULT_LINES
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from clusters.systems.base import PartitionView
-from nemesis.catalog import FAULT_CLASSES
-from nemesis.fast_leader_change import FastLeaderChange, Roles, roles_for
-from nemesis.spec import RANDOM_PARTITION, parse_fault
+from fencepost.clusters.systems.base import PartitionView
+from fencepost.nemesis.catalog import FAULT_CLASSES
+from fencepost.nemesis.fast_leader_change import FastLeaderChange, Roles, roles_for
+from fencepost.nemesis.spec import RANDOM_PARTITION, parse_fault
 from tests.support.cli import history, run
 
 MAX_RUNS = 8  # a 30 s run diverged in 3 of 8 (seeds 1-8); 8 misses in a row: about 2 %

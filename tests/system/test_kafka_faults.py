@@ -13,10 +13,10 @@ import pytest
 
 from tests.support import host_contract
 
-from clusters.cluster import Cluster, ClusterSpec
-from clusters.systems.base import TopicSpec
-from nemesis import MemoryRecorder, heal_cluster, start_fault
-from nemesis.context import NemesisContext
+from fencepost.clusters.cluster import Cluster, ClusterSpec
+from fencepost.clusters.systems.base import TopicSpec
+from fencepost.nemesis import MemoryRecorder, heal_cluster, start_fault
+from fencepost.nemesis.context import NemesisContext
 
 pytestmark = [pytest.mark.integration, pytest.mark.root, pytest.mark.java, pytest.mark.slow]
 

@@ -20,8 +20,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from clusters.errors import ClusterConfigError
-from clusters.systems.kafka import dist
+from fencepost.clusters.errors import ClusterConfigError
+from fencepost.clusters.systems.kafka import dist
 from tests.support.cli import fencepost
 from tests.support.kafka_support import needs_java_and_maven, needs_root_and_java, rechecked
 
@@ -191,10 +191,10 @@ def test_an_unknown_release_exits_254_naming_the_artifact(tmp_path, monkeypatch)
 def test_the_control_plane_speaks_each_release_s_versions_and_reads_zookeeper(tmp_path):
     """0.10.2.2 answers Metadata only up to v2 and CreateTopics up to v1, with no leader epoch; the
     view from ZooKeeper has the epoch all the same. One broker on the process backend."""
-    from clusters.cluster import Cluster, ClusterSpec
-    from clusters.systems.base import TopicSpec
-    from clusters.systems.kafka import config, wire
-    from clusters.systems.kafka.zookeeper import ZooKeeperReader
+    from fencepost.clusters.cluster import Cluster, ClusterSpec
+    from fencepost.clusters.systems.base import TopicSpec
+    from fencepost.clusters.systems.kafka import config, wire
+    from fencepost.clusters.systems.kafka.zookeeper import ZooKeeperReader
 
     needs_java_and_maven()
     spec = ClusterSpec("cp01022", "kafka:0.10.2.2", 1, "process", {}, {"min_insync_replicas": 1})

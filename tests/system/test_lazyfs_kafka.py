@@ -20,11 +20,11 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from clusters.errors import HostError
-from clusters.hosts.base import CLUSTER_ENV
-from clusters.hosts.process import free_port
-from clusters.systems.kafka import config, dist, wire
-from clusters.systems.kafka.options import KafkaOptions
+from fencepost.clusters.errors import HostError
+from fencepost.clusters.hosts.base import CLUSTER_ENV
+from fencepost.clusters.hosts.process import free_port
+from fencepost.clusters.systems.kafka import config, dist, wire
+from fencepost.clusters.systems.kafka.options import KafkaOptions
 from tests.support.lazyfs_support import CLUSTER, lazy  # noqa: F401 (fixture)
 from tests.support.paths import ROOT
 

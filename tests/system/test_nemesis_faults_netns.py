@@ -16,12 +16,12 @@ from confluent_kafka import Producer
 
 from tests.support.netns_cluster_support import healthy_cluster, module_cluster, reaches
 
-from clusters.cluster import Cluster
-from clusters.errors import ClusterConfigError
-from clusters.hosts import iptables, tc
-from clusters.systems.kafka import wire
-from clusters.systems.own import BROKER_PORT
-from nemesis import MemoryRecorder, Nemesis, ScriptedSchedule, heal_cluster, start_fault
+from fencepost.clusters.cluster import Cluster
+from fencepost.clusters.errors import ClusterConfigError
+from fencepost.clusters.hosts import iptables, tc
+from fencepost.clusters.systems.kafka import wire
+from fencepost.clusters.systems.own import BROKER_PORT
+from fencepost.nemesis import MemoryRecorder, Nemesis, ScriptedSchedule, heal_cluster, start_fault
 
 pytestmark = [pytest.mark.integration, pytest.mark.root]
 
@@ -104,9 +104,9 @@ def test_a_run_naming_netem_is_refused_up_front_exactly_where_the_kernel_lacks_i
     """The kernel is probed before any cluster exists (a namespace of the probe's own), with the
     answer a node gives; a spec naming netem on this kernel then exits 254 before anything
     starts (a campaign with netem cells is refused whole), and one without netem is accepted."""
-    from clusters import kernel_shaping_unavailable
-    from harness.errors import BadInput
-    from harness.run.spec import build_spec
+    from fencepost.clusters import kernel_shaping_unavailable
+    from fencepost.harness.errors import BadInput
+    from fencepost.harness.run.spec import build_spec
 
     before = kernel_shaping_unavailable("netns")
     assert (before is None) == (healthy.shaping_unavailable() is None)
@@ -120,7 +120,7 @@ def test_a_run_naming_netem_is_refused_up_front_exactly_where_the_kernel_lacks_i
 
 
 def fault_context(cluster: Cluster, recorder: MemoryRecorder):
-    from nemesis.context import NemesisContext
+    from fencepost.nemesis.context import NemesisContext
     return NemesisContext(cluster, recorder)
 
 

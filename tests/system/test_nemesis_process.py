@@ -13,16 +13,16 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
-from clusters.cluster import Cluster, ClusterSpec
-from clusters.errors import ClusterConfigError
-from clusters.hosts import process
-from clusters.lazyfs.mounts import lazy_mounts
-from clusters.systems import system_for
-from clusters.systems.base import TopicSpec
-from harness.rundir.history import HistoryWriter, Recorder, iter_history
-from nemesis import (HealGuard, MemoryRecorder, Nemesis, ScriptedSchedule, check_fault, heal_cluster,
+from fencepost.clusters.cluster import Cluster, ClusterSpec
+from fencepost.clusters.errors import ClusterConfigError
+from fencepost.clusters.hosts import process
+from fencepost.clusters.lazyfs.mounts import lazy_mounts
+from fencepost.clusters.systems import system_for
+from fencepost.clusters.systems.base import TopicSpec
+from fencepost.harness.rundir.history import HistoryWriter, Recorder, iter_history
+from fencepost.nemesis import (HealGuard, MemoryRecorder, Nemesis, ScriptedSchedule, check_fault, heal_cluster,
                      make_schedule, parse_fault, start_fault)
-from nemesis.context import LEADER_TARGET_WAIT_S
+from fencepost.nemesis.context import LEADER_TARGET_WAIT_S
 from tests.support.lazyfs_support import needs_fuse
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]  # a shared cluster and real faults: seconds per test

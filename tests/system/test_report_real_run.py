@@ -12,14 +12,14 @@ from pathlib import Path
 import orjson
 import pytest
 
-from harness.rundir.history import iter_history
-from harness.rundir.store import RUN_NAME
+from fencepost.harness.rundir.history import iter_history
+from fencepost.harness.rundir.store import RUN_NAME
 from tests.support.browser import Browser
 from tests.support.paths import ROOT
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-CLI = [sys.executable, "-m", "harness.cli"]
+CLI = [sys.executable, "-m", "fencepost.harness.cli"]
 ENDS_A_PAUSE = ("kill", "stop", "power-cut")
 
 

@@ -59,7 +59,7 @@ def test_the_default_run_without_ip_and_iptables_takes_the_process_backend_and_s
     env = {**os.environ, "PATH": path_without(tmp_path / "bin", "ip", "iptables"),
            "PYTHONPATH": str(ROOT)}
     assert shutil.which("ip", path=env["PATH"]) is None and shutil.which("iptables", path=env["PATH"]) is None
-    done = subprocess.run([sys.executable, "-m", "harness.cli", "run", "--time-limit", "8", "--seed", "3"],
+    done = subprocess.run([sys.executable, "-m", "fencepost.harness.cli", "run", "--time-limit", "8", "--seed", "3"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 0, (done.stdout, done.stderr[-3000:])
     assert "verdict: valid" in done.stdout
@@ -104,11 +104,11 @@ def test_sigterm_mid_run_heals_tears_down_and_leaves_a_checkable_history(tmp_pat
     import sys
     import time
 
-    from clusters.hosts.local_process import marked_processes
+    from fencepost.clusters.hosts.local_process import marked_processes
 
     if os.geteuid() != 0:
         pytest.skip("the netns backend needs root")
-    harness = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "--time-limit", "120", "--name", "term",
+    harness = subprocess.Popen([sys.executable, "-m", "fencepost.harness.cli", "run", "--time-limit", "120", "--name", "term",
                                 "--nemesis-interval", "2", "--backend-option", "subnet=10.77.63.0/24"],
                                cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                env={**os.environ, "PYTHONPATH": str(ROOT)})

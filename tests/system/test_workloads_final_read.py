@@ -14,10 +14,10 @@ import orjson
 import pytest
 from confluent_kafka import Producer
 
-from clusters.cluster import Cluster, ClusterSpec
-from clusters.systems.base import TopicSpec
-from harness.rundir.final import add_final_lines
-from workloads.final_read import final_read_lines
+from fencepost.clusters.cluster import Cluster, ClusterSpec
+from fencepost.clusters.systems.base import TopicSpec
+from fencepost.harness.rundir.final import add_final_lines
+from fencepost.workloads.final_read import final_read_lines
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

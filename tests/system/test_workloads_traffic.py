@@ -17,16 +17,16 @@ import orjson
 import pytest
 from confluent_kafka import Producer
 
-from clusters.cluster import Cluster, ClusterSpec
-from clusters.systems.base import TopicSpec
-from harness.check.checking import CheckOutcome, check_run
-from harness.rundir.history import HistoryWriter, Recorder
-from harness.run.scheduler import Lane, Scheduler, Snapshot, plan_processes
-from nemesis import heal_cluster, start_fault
-from workloads.consumer import ConsumerOptions, ConsumerWorkload
-from harness.rundir.final import add_final_lines
-from workloads.final_read import final_read_lines
-from workloads.producer import ProducerOptions, ProducerWorkload
+from fencepost.clusters.cluster import Cluster, ClusterSpec
+from fencepost.clusters.systems.base import TopicSpec
+from fencepost.harness.check.checking import CheckOutcome, check_run
+from fencepost.harness.rundir.history import HistoryWriter, Recorder
+from fencepost.harness.run.scheduler import Lane, Scheduler, Snapshot, plan_processes
+from fencepost.nemesis import heal_cluster, start_fault
+from fencepost.workloads.consumer import ConsumerOptions, ConsumerWorkload
+from fencepost.harness.rundir.final import add_final_lines
+from fencepost.workloads.final_read import final_read_lines
+from fencepost.workloads.producer import ProducerOptions, ProducerWorkload
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

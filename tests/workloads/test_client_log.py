@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-from harness.rundir.history import HistoryWriter, Recorder
+from fencepost.harness.rundir.history import HistoryWriter, Recorder
 from tests.support.cli import fencepost
-from workloads.client_log import DEFAULT_DEBUG, ClientLog, check_debug
-from workloads.consumer import ConsumerOptions, ConsumerWorkload
+from fencepost.workloads.client_log import DEFAULT_DEBUG, ClientLog, check_debug
+from fencepost.workloads.consumer import ConsumerOptions, ConsumerWorkload
 
 NOWHERE = "127.0.0.1:9"  # discard: nothing listens; librdkafka logs its connection attempts
 

@@ -15,7 +15,7 @@ from tests.support.paths import ROOT
 MANY_THREADS = textwrap.dedent("""
     import sys, threading, time
     from pathlib import Path
-    from workloads.client_stacks import write_native_stacks
+    from fencepost.workloads.client_stacks import write_native_stacks
     stop = threading.Event()
     threads = [threading.Thread(target=stop.wait, name=f"sleeper-{i}") for i in range(120)]
     for t in threads:

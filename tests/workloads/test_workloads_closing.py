@@ -8,7 +8,7 @@ import time
 
 from confluent_kafka import Consumer
 
-from workloads.closing import close_within
+from fencepost.workloads.closing import close_within
 
 
 class StuckClose:

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import KafkaError
 
-from harness.rundir.history import HistoryWriter, Recorder
-from workloads.consumer import ConsumerOptions, ConsumerWorkload
-from workloads.outcomes import delivery_type, has_definite_failures
-from workloads.producer import ProducerOptions, ProducerWorkload
-from workloads.recording import WorkloadConfigError
+from fencepost.harness.rundir.history import HistoryWriter, Recorder
+from fencepost.workloads.consumer import ConsumerOptions, ConsumerWorkload
+from fencepost.workloads.outcomes import delivery_type, has_definite_failures
+from fencepost.workloads.producer import ProducerOptions, ProducerWorkload
+from fencepost.workloads.recording import WorkloadConfigError
 
 
 def test_producer_options_become_librdkafka_settings():

@@ -6,7 +6,7 @@ from typing import Any
 
 from kafka.protocol.metadata.metadata import MetadataResponse
 
-from broker.common.topics import topic_name_error
+from fencepost.broker.common.topics import topic_name_error
 
 from ..errors import ErrorCode
 from ..topic_admin import TopicAdmin

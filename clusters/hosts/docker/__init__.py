@@ -34,13 +34,13 @@ import docker
 import docker.errors
 from docker.models.containers import Container
 
-from clusters.errors import ClusterConfigError, HostError
-from clusters.hosts import iptables, tc
-from clusters.hosts.base import (CLUSTER_ENV, NODE_ENV, CommandResult, Host, HostSet, ProcessHandle, ProcessState,
+from fencepost.clusters.errors import ClusterConfigError, HostError
+from fencepost.clusters.hosts import iptables, tc
+from fencepost.clusters.hosts.base import (CLUSTER_ENV, NODE_ENV, CommandResult, Host, HostSet, ProcessHandle, ProcessState,
                                  state_of_tasks)
-from clusters.hosts.docker.errors import DOCKER_ERRORS, explain
-from clusters.hosts.docker.image import node_image
-from clusters.hosts.docker.node import (create_network, exec_in, holder_container_name, labelled_containers,
+from fencepost.clusters.hosts.docker.errors import DOCKER_ERRORS, explain
+from fencepost.clusters.hosts.docker.image import node_image
+from fencepost.clusters.hosts.docker.node import (create_network, exec_in, holder_container_name, labelled_containers,
                                         labelled_networks, network_name, node_container_name, remove_all,
                                         start_node)
 

@@ -26,15 +26,16 @@ from pathlib import Path
 import docker
 import docker.errors
 
-from clusters.errors import ClusterConfigError
-from clusters.hosts.docker.errors import DOCKER_ERRORS, explain
+from fencepost import IMPORT_ROOT
+from fencepost.clusters.errors import ClusterConfigError
+from fencepost.clusters.hosts.docker.errors import DOCKER_ERRORS, explain
 
 BASE_REPOSITORY = "fencepost-node"
 IMAGE_LABEL = "fencepost"  # value "1" on every image built here
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 TOP_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")  # merged-/usr links, or real folders to mount
 HOST_FILES = ("/usr", "/etc/alternatives", "/etc/ld.so.cache")  # iptables goes through /etc/alternatives
-PROJECT_ROOT = Path(__file__).resolve().parents[3]  # the folder holding the `clusters` package
+PROJECT_ROOT = IMPORT_ROOT  # the folder holding the `fencepost` package
 
 SKELETON_DIRS = {"dev": 0o755, "etc": 0o755, "home": 0o755, "mnt": 0o755, "opt": 0o755, "proc": 0o755,
                  "root": 0o700, "run": 0o755, "srv": 0o755, "sys": 0o755, "tmp": 0o1777, "usr": 0o755,

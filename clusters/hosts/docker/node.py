@@ -23,10 +23,10 @@ import docker
 import docker.errors
 from docker.models.containers import Container
 
-from clusters.errors import ClusterConfigError, HostError
-from clusters.hosts.base import NAME_PREFIX, CommandResult
-from clusters.hosts.docker.errors import DOCKER_ERRORS, explain
-from clusters.hosts.docker.image import NodeImage
+from fencepost.clusters.errors import ClusterConfigError, HostError
+from fencepost.clusters.hosts.base import NAME_PREFIX, CommandResult
+from fencepost.clusters.hosts.docker.errors import DOCKER_ERRORS, explain
+from fencepost.clusters.hosts.docker.image import NodeImage
 
 CLUSTER_LABEL = "fencepost.cluster"
 NODE_LABEL = "fencepost.node"

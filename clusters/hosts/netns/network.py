@@ -21,8 +21,8 @@ import subprocess
 from dataclasses import dataclass
 from typing import Collection, Sequence
 
-from clusters.errors import ClusterConfigError, HostError
-from clusters.hosts.base import NAME_PREFIX
+from fencepost.clusters.errors import ClusterConfigError, HostError
+from fencepost.clusters.hosts.base import NAME_PREFIX
 
 DEFAULT_SUBNET = "10.77.0.0/24"
 # Where a cluster's subnet may lie: RFC 1918's private blocks, and RFC 2544's block for testing

@@ -14,10 +14,10 @@ import sys
 from pathlib import Path
 from typing import Any, Collection, Iterable, Mapping, Sequence
 
-from clusters.errors import ClusterConfigError
-from clusters.hosts.base import CLUSTER_ENV, NODE_ENV, CommandResult, HostSet, ProcessHandle
-from clusters.hosts.local_host import LocalHost
-from clusters.hosts.local_process import marked_processes, run_local, signal_local, spawn_local
+from fencepost.clusters.errors import ClusterConfigError
+from fencepost.clusters.hosts.base import CLUSTER_ENV, NODE_ENV, CommandResult, HostSet, ProcessHandle
+from fencepost.clusters.hosts.local_host import LocalHost
+from fencepost.clusters.hosts.local_process import marked_processes, run_local, signal_local, spawn_local
 
 BACKEND = "process"
 LOOPBACK = "127.0.0.1"

@@ -18,8 +18,8 @@ import shlex
 import signal
 from typing import Iterable, Mapping, Sequence
 
-from clusters.hosts import iptables
-from clusters.hosts.base import CLUSTER_ENV, NODE_ENV, state_of_tasks
+from fencepost.clusters.hosts import iptables
+from fencepost.clusters.hosts.base import CLUSTER_ENV, NODE_ENV, state_of_tasks
 
 KILL_GRACE_S = 5  # after `timeout` sends TERM, how long until it sends KILL
 NOT_INSTALLED_STATUS = 127

@@ -23,8 +23,8 @@ from typing import Callable, TypeVar
 import paramiko
 from paramiko.hostkeys import HostKeyEntry, InvalidHostKey
 
-from clusters.errors import ClusterConfigError, HostError
-from clusters.hosts.ssh.options import SshTarget
+from fencepost.clusters.errors import ClusterConfigError, HostError
+from fencepost.clusters.hosts.ssh.options import SshTarget
 
 T = TypeVar("T")
 READ_CHUNK = 65536

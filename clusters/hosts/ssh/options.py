@@ -15,7 +15,7 @@ from typing import Any, Mapping, Sequence
 
 import paramiko
 
-from clusters.errors import ClusterConfigError
+from fencepost.clusters.errors import ClusterConfigError
 
 DEFAULT_USER = "root"
 DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
-from clusters.systems.kafka.options import KafkaOptions
+from fencepost.clusters.systems.kafka.options import KafkaOptions
 
 BROKER_PORT = 9092
 CONTROLLER_PORT = 9093

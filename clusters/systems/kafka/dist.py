@@ -33,8 +33,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from clusters.errors import ClusterConfigError
-from clusters.systems.kafka.release import Release
+from fencepost.clusters.errors import ClusterConfigError
+from fencepost.clusters.systems.kafka.release import Release
 
 MARKER = "resolved"
 MANIFEST = "manifest.json"  # each jar's SHA-256 and size, written once the resolution is complete

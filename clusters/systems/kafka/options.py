@@ -21,10 +21,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Mapping
 
-from clusters.errors import ClusterConfigError
-from clusters.lazyfs.mount import MODELS as LAZY_MODELS
-from clusters.modes import FLUSH_MODES
-from clusters.systems.kafka.release import OWN, TRUNCATIONS, Release
+from fencepost.clusters.errors import ClusterConfigError
+from fencepost.clusters.lazyfs.mount import MODELS as LAZY_MODELS
+from fencepost.clusters.modes import FLUSH_MODES
+from fencepost.clusters.systems.kafka.release import OWN, TRUNCATIONS, Release
 
 MODES = ("zk", "kraft")
 WHOLE_NUMBERS = ("controllers", "min_insync_replicas", "session_timeout_ms", "replica_lag_time_max_ms",

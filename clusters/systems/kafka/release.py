@@ -38,8 +38,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from clusters.errors import ClusterConfigError
-from clusters.modes import RELEASE_PROTOCOL, TRUNCATIONS
+from fencepost.clusters.errors import ClusterConfigError
+from fencepost.clusters.modes import RELEASE_PROTOCOL, TRUNCATIONS
 
 RELEASE_TEXT = re.compile(r"(\d+)\.(\d+)\.(\d+)(?:\.(\d+))?")
 FIRST = (0, 10, 2, 0)

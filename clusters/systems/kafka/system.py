@@ -20,13 +20,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from clusters.errors import ClusterConfigError, HostError
-from clusters.hosts.base import Host, HostSet
-from clusters.lazyfs.mount import LazyOptions
-from clusters.systems.base import PartitionView, ProcessSpec, System, TopicSpec, read_replica_logs
-from clusters.systems.kafka import config, dist, wire
-from clusters.systems.kafka.zookeeper import ZooKeeperReader
-from clusters.systems.kafka.options import KafkaOptions
+from fencepost.clusters.errors import ClusterConfigError, HostError
+from fencepost.clusters.hosts.base import Host, HostSet
+from fencepost.clusters.lazyfs.mount import LazyOptions
+from fencepost.clusters.systems.base import PartitionView, ProcessSpec, System, TopicSpec, read_replica_logs
+from fencepost.clusters.systems.kafka import config, dist, wire
+from fencepost.clusters.systems.kafka.zookeeper import ZooKeeperReader
+from fencepost.clusters.systems.kafka.options import KafkaOptions
 
 ZOOKEEPER_NODE = "zk"
 CONTROLLER_ID_BASE = 1000

@@ -27,8 +27,8 @@ from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
 from kafka.protocol.metadata.metadata import MetadataRequest
 
-from clusters.errors import HostError
-from clusters.systems.framing import recv_exactly
+from fencepost.clusters.errors import HostError
+from fencepost.clusters.systems.framing import recv_exactly
 
 # The newest version asked: never a flexible one where an older version exists.
 NEWEST = {MetadataRequest: 7, CreateTopicsRequest: 4, FindCoordinatorRequest: 2,

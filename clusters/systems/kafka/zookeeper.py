@@ -18,8 +18,8 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
-from clusters.errors import HostError
-from clusters.systems.framing import recv_exactly
+from fencepost.clusters.errors import HostError
+from fencepost.clusters.systems.framing import recv_exactly
 
 CREATE = 1
 GET_DATA = 4

@@ -8,7 +8,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from harness.check.checking import CheckOutcome, check_run
+from fencepost.harness.check.checking import CheckOutcome, check_run
 from tests.support.synth.run import SynthRun
 
 
