@@ -51,8 +51,8 @@ sys.path.insert(0, str(ROOT))
 
 import orjson  # noqa: E402
 
-from fencepost.clusters.hosts.netns import network  # noqa: E402
 from fencepost.clusters.hosts.local_process import marked_processes  # noqa: E402
+from fencepost.clusters.hosts.netns import network  # noqa: E402
 
 SUBNET = "10.79.{}.0/24"  # this bench's own range; campaigns use 10.77.0.0/16
 PR_SET_CHILD_SUBREAPER = 36

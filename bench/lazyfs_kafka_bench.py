@@ -45,11 +45,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from producer_load import latency_at_rate  # noqa: E402
+from systems_bench import TOPIC, Measurement, measure, status  # noqa: E402
+
 from fencepost.clusters.cluster import Cluster, ClusterSpec  # noqa: E402
 from fencepost.clusters.hosts.netns import network as netns_network  # noqa: E402
 from fencepost.clusters.systems.base import TopicSpec  # noqa: E402
-from producer_load import latency_at_rate  # noqa: E402
-from systems_bench import TOPIC, Measurement, measure, status  # noqa: E402
 
 FLUSHES = ("plain", "lazy")  # plain: flush os on the plain disk; lazy: flush lazy (journal model)
 SUBNET_RANGE = range(100, 130)

@@ -103,7 +103,7 @@ def leave(lib: ctypes.CDLL, mock: int, topic: bytes, partitions: int) -> str:
 
 def trial(partitions: int, patience: float, log: Path | None = None, marker: Path | None = None,
           subscribe: bool = False) -> int:
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition, libversion
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
     lib = librdkafka()
     errstr = ctypes.create_string_buffer(512)

@@ -46,8 +46,8 @@ from confluent_kafka import Producer  # noqa: E402
 
 from fencepost.clusters.cluster import Cluster, ClusterSpec  # noqa: E402
 from fencepost.clusters.systems.base import TopicSpec  # noqa: E402
-from fencepost.harness.rundir.history import HistoryWriter, Recorder  # noqa: E402
 from fencepost.harness.run.scheduler import Lane, Scheduler, plan_processes  # noqa: E402
+from fencepost.harness.rundir.history import HistoryWriter, Recorder  # noqa: E402
 from fencepost.workloads.producer import ProducerOptions, ProducerWorkload  # noqa: E402
 
 TOPIC = "fp"

@@ -19,8 +19,15 @@ from operator import attrgetter, itemgetter, le
 from typing import Any, Literal
 
 from fencepost.checkers.anomaly import (
-    ABORTED_READ, DUPLICATE, FUTURE_READ, INCONSISTENT_OFFSETS, LOST_WRITE,
-    NONMONOTONIC_SEND, PHANTOM_READ, TRUNCATED_READ, Anomaly,
+    ABORTED_READ,
+    DUPLICATE,
+    FUTURE_READ,
+    INCONSISTENT_OFFSETS,
+    LOST_WRITE,
+    NONMONOTONIC_SEND,
+    PHANTOM_READ,
+    TRUNCATED_READ,
+    Anomaly,
 )
 from fencepost.checkers.partition import PartitionHistory, Poll, Send
 

@@ -15,7 +15,11 @@ from operator import eq, itemgetter
 from typing import Any
 
 from fencepost.checkers.anomaly import (
-    INT_NONMONOTONIC_POLL, INT_POLL_SKIP, NONMONOTONIC_POLL, POLL_SKIP, Anomaly,
+    INT_NONMONOTONIC_POLL,
+    INT_POLL_SKIP,
+    NONMONOTONIC_POLL,
+    POLL_SKIP,
+    Anomaly,
 )
 from fencepost.checkers.offsets import Observations, describe, observe, op_refs
 from fencepost.checkers.partition import PartitionHistory, Poll

@@ -22,12 +22,17 @@ from __future__ import annotations
 
 from fencepost.clusters.errors import ClusterConfigError, HostError, NotRejoining
 from fencepost.clusters.hosts import (
-    BACKENDS, backend_option_names, check_backend_options, default_backend, default_subnet,
-    kernel_shaping_unavailable, netns_unavailable, required_tools,
+    BACKENDS,
+    backend_option_names,
+    check_backend_options,
+    default_backend,
+    default_subnet,
+    kernel_shaping_unavailable,
+    netns_unavailable,
+    required_tools,
 )
 from fencepost.clusters.modes import FLUSH_MODES, RELEASE_PROTOCOL, TRUNCATION_MODES, TRUNCATIONS
 from fencepost.clusters.systems import check_system, check_system_options, default_truncation, is_kafka
-
 
 # Imported when first asked for (each pulls in machinery of its own), so that
 # `from clusters import is_kafka` stays cheap for the CLI: name -> its module.

@@ -29,11 +29,11 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from fencepost.clusters.disks import LazyDisks
-from fencepost.clusters.node_disk import CutLoss
 from fencepost.clusters.errors import ClusterConfigError, HostError, NotRejoining
-from fencepost.clusters.lazyfs.build import daemon_binary
 from fencepost.clusters.hosts import backend_module
 from fencepost.clusters.hosts.base import Host, HostSet, ProcessHandle
+from fencepost.clusters.lazyfs.build import daemon_binary
+from fencepost.clusters.node_disk import CutLoss
 from fencepost.clusters.store import check_name, load_state, save_state
 from fencepost.clusters.systems import system_for
 from fencepost.clusters.systems.base import PartitionView, ProcessSpec, System, TopicSpec

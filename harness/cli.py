@@ -16,7 +16,6 @@ from fencepost.harness.commands import command_modules, examples
 from fencepost.harness.errors import EXIT_BAD_INPUT, EXIT_CRASH, BadInput, printable
 from fencepost.harness.processes.pipes import outputs_that_may_close
 
-
 EXAMPLES = (
     ("fencepost run", "a 60 s chaos run against the own brokers, checked and reported"),
     ("fencepost check results/latest", "check the newest run again"),

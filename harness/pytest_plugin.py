@@ -118,9 +118,8 @@ def _test_folder(request: pytest.FixtureRequest) -> str:
 
 
 def _start(settings: dict[str, Any], name: str, directory: Path, default_backend: str | None) -> Any:
-    from fencepost.clusters import Cluster, ClusterSpec
+    from fencepost.clusters import Cluster, ClusterSpec, TopicSpec
     from fencepost.clusters import default_backend as chosen_backend
-    from fencepost.clusters import TopicSpec
 
     backend = settings.get("backend") or default_backend or chosen_backend()
     spec = ClusterSpec(name, settings.get("system", "own"), int(settings.get("nodes", 3)), backend,

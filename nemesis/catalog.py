@@ -4,11 +4,10 @@ asked up front, before anything runs, so a run is refused with a configuration e
 """
 from __future__ import annotations
 
-from fencepost.clusters import Cluster
-from fencepost.clusters import ClusterConfigError
-from fencepost.nemesis.faults import Fault, KillFault, PartitionFault, PauseFault, PowerCutFault
-from fencepost.nemesis.fast_leader_change import FastLeaderChange
+from fencepost.clusters import Cluster, ClusterConfigError
 from fencepost.nemesis.durability import Kip101Divergence, LastReplicaStanding
+from fencepost.nemesis.fast_leader_change import FastLeaderChange
+from fencepost.nemesis.faults import Fault, KillFault, PartitionFault, PauseFault, PowerCutFault
 from fencepost.nemesis.netem import NetemOptions
 from fencepost.nemesis.network_faults import ClientPartitionFault, NetemFault
 from fencepost.nemesis.reassign import ReassignFault

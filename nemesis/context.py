@@ -8,9 +8,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Callable
 
-from fencepost.clusters import Cluster
-from fencepost.clusters import ClusterConfigError
-from fencepost.clusters import PartitionView
+from fencepost.clusters import Cluster, ClusterConfigError, PartitionView
 from fencepost.nemesis.recording import NemesisRecorder
 
 DEFAULT_TOPIC = "fp"

@@ -52,8 +52,7 @@ import time
 from typing import Any
 
 from fencepost.broker.storage.checkpoints import REPLICATION_OFFSET_CHECKPOINT, CheckpointError, read_offset_checkpoint
-from fencepost.clusters import ClusterConfigError, HostError
-from fencepost.clusters import PartitionView
+from fencepost.clusters import ClusterConfigError, HostError, PartitionView
 from fencepost.nemesis.context import NemesisContext
 from fencepost.nemesis.scenarios import Scenario, view_json
 from fencepost.nemesis.spec import FaultSpec

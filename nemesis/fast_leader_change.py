@@ -55,8 +55,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from fencepost.clusters import ClusterConfigError, HostError
-from fencepost.clusters import PartitionView
+from fencepost.clusters import ClusterConfigError, HostError, PartitionView
 from fencepost.nemesis.context import NemesisContext
 from fencepost.nemesis.grudges import isolate_from
 from fencepost.nemesis.scenarios import SETTLE_S, Scenario

@@ -21,8 +21,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from fencepost.clusters import Cluster
-from fencepost.clusters import ClusterConfigError, HostError
+from fencepost.clusters import Cluster, ClusterConfigError, HostError
 from fencepost.nemesis.catalog import check_fault, new_fault
 from fencepost.nemesis.context import DEFAULT_GROUP, DEFAULT_TIMEOUT_S, DEFAULT_TOPIC, NemesisContext
 from fencepost.nemesis.faults import Fault

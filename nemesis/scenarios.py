@@ -43,8 +43,7 @@ from __future__ import annotations
 import time
 from typing import Any, ContextManager
 
-from fencepost.clusters import ClusterConfigError, HostError, NotRejoining
-from fencepost.clusters import PartitionView
+from fencepost.clusters import ClusterConfigError, HostError, NotRejoining, PartitionView
 from fencepost.nemesis.context import NemesisContext
 from fencepost.nemesis.faults import Fault
 from fencepost.nemesis.grudges import Grudge, grudge_json, isolate_from

@@ -18,7 +18,15 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from fencepost.broker.common.controller_protocol import HEARTBEAT, REGISTER, SNAPSHOT, ProtocolError, Snapshot, encode, read_message
+from fencepost.broker.common.controller_protocol import (
+    HEARTBEAT,
+    REGISTER,
+    SNAPSHOT,
+    ProtocolError,
+    Snapshot,
+    encode,
+    read_message,
+)
 
 from .changes import describe_changes
 from .config import ControllerConfig

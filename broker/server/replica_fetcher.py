@@ -25,10 +25,11 @@ from dataclasses import dataclass, field
 from kafka.protocol.consumer.fetch import FetchRequest
 from kafka.protocol.consumer.offsets import ListOffsetsRequest, OffsetForLeaderEpochRequest
 
+from fencepost.broker.storage.log import InvalidFollowerAppend
+
 from .broker_client import BrokerClient, BrokerConnectionError
 from .errors import ErrorCode
 from .log_backend import PartitionLog
-from fencepost.broker.storage.log import InvalidFollowerAppend
 from .partition import Partition, TopicPartition
 from .replica_manager import ReplicaManager
 from .truncation import asks_leader, fences_by_leader_epoch, step_after_answer, truncate_to_high_watermark

@@ -25,8 +25,8 @@ from typing import NamedTuple
 
 from fencepost.broker.common.modes import FLUSH_MODES
 from fencepost.broker.storage.batch import (
-    CorruptBatch,
     MAGIC_V2,
+    CorruptBatch,
     RecordBatch,
     iter_batches,
 )

@@ -18,9 +18,11 @@ from typing import Any, Mapping
 
 from fencepost.clusters.errors import ClusterConfigError, HostError
 from fencepost.clusters.hosts.base import Host, HostSet
-from fencepost.clusters.lazyfs.mount import MODELS as LAZY_MODELS, LazyOptions
+from fencepost.clusters.lazyfs.mount import MODELS as LAZY_MODELS
+from fencepost.clusters.lazyfs.mount import LazyOptions
 from fencepost.clusters.modes import FLUSH_MODES, TRUNCATION_MODES
 from fencepost.clusters.systems.base import PartitionView, ProcessSpec, System, TopicSpec, read_replica_logs
+
 # the Kafka-protocol control-plane client: the own brokers speak the protocol as stock Kafka's do
 from fencepost.clusters.systems.kafka import wire
 from fencepost.clusters.systems.own_controller import call_controller

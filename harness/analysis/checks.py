@@ -15,11 +15,10 @@ from pathlib import Path
 
 from fencepost.harness.check.checking import check_partitions, compact
 from fencepost.harness.check.detection import first_detection_s, first_evidence_ns
-from fencepost.harness.errors import BadInput
 from fencepost.harness.check.loading import LoadedRun, load_run
-from fencepost.harness.rundir.record import configuration_of, read_record
 from fencepost.harness.check.verdict import decide
-from fencepost.harness.rundir.record import verdict_word
+from fencepost.harness.errors import BadInput
+from fencepost.harness.rundir.record import configuration_of, read_record, verdict_word
 
 EXAMPLES_KEPT = 3  # anomalies kept in full per name in a report sent back to the driver
 

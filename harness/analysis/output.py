@@ -11,12 +11,12 @@ from pathlib import Path
 
 from fencepost.harness.analysis.checks import RunVerdict
 from fencepost.harness.campaign.junit import write_junit
+from fencepost.harness.check.detection import median_s
 from fencepost.harness.compare.collect import RunResult
-from fencepost.harness.compare.plot import plot_rates
 from fencepost.harness.compare.formats import render
+from fencepost.harness.compare.plot import plot_rates
 from fencepost.harness.compare.significance import Baseline, with_p_values
 from fencepost.harness.compare.table import Row, rows
-from fencepost.harness.check.detection import median_s
 from fencepost.harness.rundir.atomic import write_atomically
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fencepost.harness.rundir.campaigns import is_campaign, read_outcomes, run_dir_of
 from fencepost.harness.errors import BadInput
+from fencepost.harness.rundir.campaigns import is_campaign, read_outcomes, run_dir_of
 from fencepost.harness.rundir.find import run_dirs
 from fencepost.harness.rundir.names import HISTORY_FILE
 

@@ -18,8 +18,8 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from fencepost.harness.campaign.plan import PlannedRun
 from fencepost.clusters import is_kafka
+from fencepost.harness.campaign.plan import PlannedRun
 from fencepost.harness.rundir.names import CAMPAIGN_RUNS_DIR, CAMPAIGNS_DIR, OUTCOME_FILE
 
 # A run's seconds beyond its time limit, measured on a 2-core machine (docs/BENCHMARKS.md).

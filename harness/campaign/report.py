@@ -15,7 +15,14 @@ from pathlib import Path
 
 from fencepost.harness.campaign.summary import CampaignSummary, RunLine, summarize, to_json
 from fencepost.harness.campaign.summary_formats import headline, legend, liveness_notes, to_csv
-from fencepost.harness.compare.formats import liveness_kinds, liveness_p_text, liveness_rate_text, p_cell, runs_cell, seconds
+from fencepost.harness.compare.formats import (
+    liveness_kinds,
+    liveness_p_text,
+    liveness_rate_text,
+    p_cell,
+    runs_cell,
+    seconds,
+)
 from fencepost.harness.report.page import esc, href, page
 from fencepost.harness.rundir.atomic import write_atomically
 from fencepost.harness.rundir.names import REPORT_FILE

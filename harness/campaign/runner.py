@@ -45,9 +45,9 @@ from fencepost.harness.campaign.slots import first_subnet, for_slot
 from fencepost.harness.errors import EXIT_CRASH, EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, BadInput
 from fencepost.harness.processes.interrupts import sigterm_as_interrupt
 from fencepost.harness.run.spec import TestSpec
+from fencepost.harness.rundir.atomic import write_atomically
 from fencepost.harness.rundir.names import CAMPAIGN_FILE, CAMPAIGN_RUNS_DIR, CAMPAIGNS_DIR, LATEST, OUTCOME_FILE
 from fencepost.harness.rundir.store import new_run_dir
-from fencepost.harness.rundir.atomic import write_atomically
 
 CONSOLE_FILE = "console.log"
 HEARTBEAT_S = 30.0
@@ -190,7 +190,7 @@ class _State:
         if not self.finished_here:
             return ""
         per_run = (time.monotonic() - self.started) / self.finished_here
-        seconds = per_run * (left + running) 
+        seconds = per_run * (left + running)
         return f"; ETA {int(seconds // 60)}m{int(seconds % 60):02d}s"
 
 

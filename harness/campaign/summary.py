@@ -26,12 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from fencepost.harness.campaign.expect import Expectation, status_of
-from fencepost.harness.rundir.campaigns import read_outcomes, read_plan, run_dir_of
 from fencepost.harness.compare.formats import as_dict
-from fencepost.harness.rundir.names import REPORT_FILE
 from fencepost.harness.compare.order import label
 from fencepost.harness.compare.table import Row
 from fencepost.harness.errors import EXIT_CRASH, EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, BadInput
+from fencepost.harness.rundir.campaigns import read_outcomes, read_plan, run_dir_of
+from fencepost.harness.rundir.names import REPORT_FILE
 
 
 @dataclass(frozen=True)

@@ -49,17 +49,17 @@ from typing import Any, Iterator
 from fencepost.checkers.anomaly import Anomaly
 from fencepost.checkers.check import CHECKS, Findings, PartitionReport, check_partition, merge, run_checks
 from fencepost.checkers.partition import PartitionHistory
-from fencepost.harness.errors import BadInput
-from fencepost.harness.processes.forked import Forked, can_fork, collect
-from fencepost.harness.rundir.names import HISTORY_FILE, TEST_FILE
-from fencepost.harness.rundir.atomic import output_folder, write_atomically
-from fencepost.harness.rundir.safe_names import contained, safe_name
-from fencepost.harness.rundir.record import partition_name
-from fencepost.harness.rundir.test_file import read_test
 from fencepost.harness.check.liveness import liveness
 from fencepost.harness.check.loading import LoadedRun, PartitionKey, fresh_copy, load_run
 from fencepost.harness.check.summary import EXAMPLES_PER_ANOMALY, build_results, print_summary, write_results
 from fencepost.harness.check.verdict import Valid, decide
+from fencepost.harness.errors import BadInput
+from fencepost.harness.processes.forked import Forked, can_fork, collect
+from fencepost.harness.rundir.atomic import output_folder, write_atomically
+from fencepost.harness.rundir.names import HISTORY_FILE, TEST_FILE
+from fencepost.harness.rundir.record import partition_name
+from fencepost.harness.rundir.safe_names import contained, safe_name
+from fencepost.harness.rundir.test_file import read_test
 
 LINEAR_DIR = "linear"
 # Below this many ops and final records in all, partitions are checked in this

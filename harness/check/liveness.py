@@ -28,10 +28,10 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from fencepost.clusters import fatal_markers
-from fencepost.harness.rundir.history import NEMESIS, Op, iter_plain
 from fencepost.harness.report.bands import HEAL, Band, NemesisOp, nemesis_bands
 from fencepost.harness.report.clients import client_log
 from fencepost.harness.report.lag import LagSeries, RealtimeLag
+from fencepost.harness.rundir.history import NEMESIS, Op, iter_plain
 from fencepost.harness.rundir.names import HISTORY_FILE, NODES_DIR
 
 MAX_MARKERS = 50  # per run: the first ones say what happened; the count says how often

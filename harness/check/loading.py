@@ -38,15 +38,14 @@ from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-
 from fencepost.checkers.partition import CheckOptions, PartitionHistory, Poll, Reset, Send
 from fencepost.harness.check import native_load
-from fencepost.harness.errors import Problems
-from fencepost.harness.rundir.final_log import NO_FINAL_READ, FinalLog, FinalState, read_final
-from fencepost.harness.processes.forked import Forked, can_fork
-from fencepost.harness.rundir.history import HistoryCounts, HistoryReader, Operation
 from fencepost.harness.check.loading_groups import commits_of, resumes_of
+from fencepost.harness.errors import Problems
+from fencepost.harness.processes.forked import Forked, can_fork
+from fencepost.harness.rundir.final_log import NO_FINAL_READ, FinalLog, FinalState, read_final
 from fencepost.harness.rundir.find import history_of
+from fencepost.harness.rundir.history import HistoryCounts, HistoryReader, Operation
 from fencepost.harness.rundir.names import FINAL_FILE, TEST_FILE
 from fencepost.harness.rundir.test_file import checker_section, read_test
 

@@ -17,15 +17,18 @@ from typing import Any, TextIO
 import orjson
 
 from fencepost.checkers.check import PartitionReport
-from fencepost.harness.errors import BadInput, printable
-from fencepost.harness.rundir.history import lines_at
-from fencepost.harness.check.liveness import describe as describe_liveness, liveness
+from fencepost.harness.check.liveness import describe as describe_liveness
+from fencepost.harness.check.liveness import liveness
 from fencepost.harness.check.loading import LoadedRun
-from fencepost.harness.check.premise import describe as describe_premise, premise
-from fencepost.harness.rundir.atomic import write_atomically
-from fencepost.harness.rundir.names import HISTORY_FILE, RESULTS_FILE
+from fencepost.harness.check.premise import describe as describe_premise
+from fencepost.harness.check.premise import premise
 from fencepost.harness.check.verdict import Verdict
-from fencepost.harness.rundir.record import jsonable as _jsonable, one_line, op_indices, partition_name, verdict_word
+from fencepost.harness.errors import BadInput, printable
+from fencepost.harness.rundir.atomic import write_atomically
+from fencepost.harness.rundir.history import lines_at
+from fencepost.harness.rundir.names import HISTORY_FILE, RESULTS_FILE
+from fencepost.harness.rundir.record import jsonable as _jsonable
+from fencepost.harness.rundir.record import one_line, op_indices, partition_name, verdict_word
 
 EXAMPLES_PER_ANOMALY = 20
 OPS_PER_EXAMPLE = 12

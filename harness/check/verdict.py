@@ -30,9 +30,9 @@ from typing import Literal
 
 from fencepost.checkers import anomaly as A
 from fencepost.checkers.check import PartitionReport
+from fencepost.harness.check.loading import LoadedRun
 from fencepost.harness.errors import EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID
 from fencepost.harness.rundir.names import FINAL_FILE, HISTORY_FILE
-from fencepost.harness.check.loading import LoadedRun
 
 Valid = bool | Literal["unknown"]
 

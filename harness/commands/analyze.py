@@ -30,8 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from fencepost.harness.analysis.runs import analyzed_runs, find_expectations
-    from fencepost.harness.rundir.campaigns import is_campaign, read_plan
     from fencepost.harness.errors import BadInput
+    from fencepost.harness.rundir.campaigns import is_campaign, read_plan
 
     confs = spark_settings(args.conf)
     runs = analyzed_runs(args.paths)

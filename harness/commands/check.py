@@ -45,8 +45,8 @@ def run(args: argparse.Namespace) -> int:
     import json
 
     from fencepost.harness.check.checking import check_run
-    from fencepost.harness.provenance import python_reader_notice
     from fencepost.harness.check.summary import RESULTS_FILE, summary_document, summary_markdown
+    from fencepost.harness.provenance import python_reader_notice
 
     notice = python_reader_notice()
     if notice is not None:

@@ -12,8 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from fencepost.clusters import BACKENDS
-from fencepost.clusters import TRUNCATIONS
+from fencepost.clusters import BACKENDS, TRUNCATIONS
 from fencepost.harness.commands import examples
 from fencepost.harness.errors import EXIT_VALID, BadInput
 
@@ -110,10 +109,7 @@ def parse_backend_options(pairs: list[str], flag: str = "--backend-option") -> d
 
 
 def _up(args: argparse.Namespace) -> int:
-    from fencepost.clusters import Cluster, ClusterSpec
-    from fencepost.clusters import default_backend
-    from fencepost.clusters import state_path
-    from fencepost.clusters import TopicSpec
+    from fencepost.clusters import Cluster, ClusterSpec, TopicSpec, default_backend, state_path
     from fencepost.harness.processes.interrupts import sigterm_as_interrupt
     from fencepost.harness.run.spec import MAX_NODES, MAX_PARTITIONS, TOPIC_NAME
 
@@ -160,8 +156,7 @@ def _print_nodes(cluster) -> None:
 def _status(args: argparse.Namespace) -> int:
     import json
 
-    from fencepost.clusters import Cluster
-    from fencepost.clusters import recorded_clusters
+    from fencepost.clusters import Cluster, recorded_clusters
 
     names = [args.name] if args.name else [d.name for d in recorded_clusters(args.results / "clusters")]
     clusters = [Cluster.attach(cluster_dir(args.results, name)) for name in names]

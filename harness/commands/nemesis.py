@@ -55,11 +55,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import orjson
 
-    from fencepost.clusters import Cluster
-    from fencepost.clusters import ClusterConfigError, HostError
+    from fencepost.clusters import Cluster, ClusterConfigError, HostError
     from fencepost.harness.commands.cluster import cluster_dir
-    from fencepost.harness.rundir.history import HistoryWriter, Recorder
     from fencepost.harness.run.spec import MAX_SECONDS
+    from fencepost.harness.rundir.history import HistoryWriter, Recorder
     from fencepost.nemesis import heal_cluster, parse_fault, start_fault
 
     if not 0 < args.timeout <= MAX_SECONDS:  # also nan

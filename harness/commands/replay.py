@@ -40,10 +40,10 @@ def run(args: argparse.Namespace) -> int:
     from fencepost.harness.index.page import refresh_index
     from fencepost.harness.replay.rerun import invalidating, recorded_test, rerun_spec
     from fencepost.harness.replay.script import flatten, recorded_script
-    from fencepost.harness.rundir.names import RESULTS_FILE
     from fencepost.harness.run.progress import Progress
     from fencepost.harness.run.runner import RunError, run_test, verdict_text
     from fencepost.harness.run.spec_toml import value_toml
+    from fencepost.harness.rundir.names import RESULTS_FILE
 
     test = recorded_test(args.run_dir)
     units = recorded_script(args.run_dir, float(test.get("time_limit") or 60))

@@ -67,14 +67,14 @@ def _choices(names: tuple[str, ...]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from fencepost.harness.check.liveness import describe as describe_liveness
+    from fencepost.harness.check.premise import describe as describe_premise
     from fencepost.harness.commands.cluster import parse_backend_options
     from fencepost.harness.index.page import refresh_index
+    from fencepost.harness.provenance import python_reader_notice
     from fencepost.harness.run.progress import Progress
     from fencepost.harness.run.runner import RunError, run_test
     from fencepost.harness.run.spec import build_spec, load_toml
-    from fencepost.harness.check.liveness import describe as describe_liveness
-    from fencepost.harness.check.premise import describe as describe_premise
-    from fencepost.harness.provenance import python_reader_notice
     from fencepost.harness.rundir.record import verdict_word
 
     notice = python_reader_notice()

@@ -45,8 +45,8 @@ def _seconds(text: str) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
-    from fencepost.harness.report.trace_page import write_trace_page
     from fencepost.harness.report.trace import Target, parse_offset, trace_run
+    from fencepost.harness.report.trace_page import write_trace_page
 
     if (args.value is None) == (args.offset is None):
         raise BadInput("give a VALUE (e.g. 3-17) or --offset TOPIC/PARTITION/OFFSET (e.g. fp/0/264), "

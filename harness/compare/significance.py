@@ -18,9 +18,9 @@ from itertools import groupby
 
 from fencepost.clusters import TRUNCATIONS
 from fencepost.harness.compare.order import label
+from fencepost.harness.compare.stats import two_rates_p
 from fencepost.harness.compare.table import Row
 from fencepost.harness.errors import BadInput
-from fencepost.harness.compare.stats import two_rates_p
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable
 
+from fencepost.harness.check.detection import median_s
 from fencepost.harness.compare.collect import RunResult
 from fencepost.harness.compare.order import row_key
-from fencepost.harness.check.detection import median_s
 from fencepost.harness.compare.stats import wilson_interval
 
 

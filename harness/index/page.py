@@ -15,12 +15,11 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from pathlib import Path
-
 from urllib.parse import quote
 
+from fencepost.harness.errors import printable
 from fencepost.harness.index.tree import CampaignInfo, RunInfo, scan
 from fencepost.harness.report.page import esc, href, json_script, page, script_json
-from fencepost.harness.errors import printable
 from fencepost.harness.rundir.atomic import write_atomically
 from fencepost.harness.rundir.store import format_time
 

@@ -25,7 +25,14 @@ import orjson
 
 from fencepost.harness.rundir.atomic import write_atomically
 from fencepost.harness.rundir.find import walk
-from fencepost.harness.rundir.names import CAMPAIGN_FILE, CAMPAIGN_RUNS_DIR, OUTCOME_FILE, REPORT_FILE, RESULTS_FILE, TEST_FILE
+from fencepost.harness.rundir.names import (
+    CAMPAIGN_FILE,
+    CAMPAIGN_RUNS_DIR,
+    OUTCOME_FILE,
+    REPORT_FILE,
+    RESULTS_FILE,
+    TEST_FILE,
+)
 from fencepost.harness.rundir.record import read_object, read_record
 from fencepost.harness.rundir.store import run_started
 

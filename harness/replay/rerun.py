@@ -18,10 +18,10 @@ from typing import Any, Mapping, Sequence
 
 from fencepost.harness.campaign.child import SPEC_ONLY
 from fencepost.harness.errors import BadInput
-from fencepost.harness.rundir.names import RESULTS_FILE, TEST_FILE
-from fencepost.harness.rundir.record import read_object, read_record
 from fencepost.harness.replay.script import Entry
 from fencepost.harness.run.spec import TestSpec, build_spec
+from fencepost.harness.rundir.names import RESULTS_FILE, TEST_FILE
+from fencepost.harness.rundir.record import read_object, read_record
 
 
 def recorded_test(run_dir: Path) -> dict[str, Any]:

@@ -23,10 +23,10 @@ from fencepost.harness.report.plots import PLOTS_DIR, write_plots
 from fencepost.harness.report.scan import scan_history
 from fencepost.harness.report.timeline import plot_timeline
 from fencepost.harness.report.timeline_page import write_timeline_page
+from fencepost.harness.report.trace import TraceCollector
 from fencepost.harness.report.trace_page import trace_href, write_trace_page
 from fencepost.harness.rundir.atomic import output_folder, write_atomically
 from fencepost.harness.rundir.names import REPORT_FILE
-from fencepost.harness.report.trace import TraceCollector
 
 
 def write_report(run_dir: Path | str) -> Path:

@@ -38,10 +38,10 @@ from typing import Any
 import numpy as np
 import orjson
 
-from fencepost.harness.rundir.history import NEMESIS, TYPES, Op
 from fencepost.harness.report.bands import NemesisOp, pair_actions
 from fencepost.harness.report.page import json_script
 from fencepost.harness.report.scan import NO_TIME, ScannedHistory
+from fencepost.harness.rundir.history import NEMESIS, TYPES, Op
 
 COLUMNS = ("line", "dt", "proc", "type", "f", "part", "err", "pair")
 TYPE_CODES = {name: code for code, name in enumerate(TYPES)}

@@ -30,10 +30,9 @@ from fencepost.harness.report.page import IMAGE_CHECK_SCRIPT, esc, href, page, v
 from fencepost.harness.report.plots import PlotFile
 from fencepost.harness.report.scan import NO_TIME, ScannedHistory
 from fencepost.harness.report.timeline_page import TIMELINE_PAGE
-from fencepost.harness.rundir.store import format_time, run_started
-from fencepost.harness.rundir.record import one_line, op_indices
 from fencepost.harness.report.trace import Target
-from fencepost.harness.rundir.record import verdict_word
+from fencepost.harness.rundir.record import one_line, op_indices, verdict_word
+from fencepost.harness.rundir.store import format_time, run_started
 
 EXAMPLES_SHOWN = 3  # per anomaly in the table; the others fold away
 EXAMPLE_CHARS = 400
@@ -68,8 +67,8 @@ def _header(name: str, inputs: RunInputs, results: dict[str, Any]) -> str:
     parts = [f"<h1>{esc(name)} <span class=\"muted\">{esc(inputs.run_dir.name)}</span></h1>",
              f'<p id="verdict">verdict: {verdict_badge(valid)} <span class="muted">&mdash; '
              f'{esc(_VERDICT_MEANS[verdict_word(valid)])}</span></p>',
-             f'<p class="muted">Contents: <a href="#anomalies-section">anomalies</a> &middot; '
-             f'<a href="#liveness-section">liveness</a> &middot; '
+             '<p class="muted">Contents: <a href="#anomalies-section">anomalies</a> &middot; '
+             '<a href="#liveness-section">liveness</a> &middot; '
              + ('<a href="#clients-section">client logs</a> &middot; ' if inputs.clients else '') +
              f'<a href="#plots-section">plots</a> &middot; <a href="#faults-section">faults</a> &middot; '
              f'<a href="#run-section">the run</a> &middot; <a href="#config-section">configuration</a> &middot; '

@@ -15,9 +15,9 @@ from typing import Any
 import orjson
 
 from fencepost.harness.report.clients import ClientFiles, client_files
+from fencepost.harness.report.trace import Target
 from fencepost.harness.rundir.names import NODES_DIR, RESULTS_FILE, RUN_FILES, TEST_FILE
 from fencepost.harness.rundir.record import op_indices
-from fencepost.harness.report.trace import Target
 
 MAX_NODE_FILES = 300
 

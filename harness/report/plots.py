@@ -25,11 +25,17 @@ import numpy as np
 from matplotlib.lines import Line2D
 
 from fencepost.harness.report.bands import Band
-from fencepost.harness.report.lag import RealtimeLag
-from fencepost.harness.report.figures import (
-    NS_PER_S, legend, new_figure, placeholder, save, shade_bands, time_axis,
-)
 from fencepost.harness.report.colours import TYPE_COLOURS
+from fencepost.harness.report.figures import (
+    NS_PER_S,
+    legend,
+    new_figure,
+    placeholder,
+    save,
+    shade_bands,
+    time_axis,
+)
+from fencepost.harness.report.lag import RealtimeLag
 from fencepost.harness.report.scan import TYPE_NAMES, ScannedHistory
 
 PLOTS_DIR = "plots"

@@ -20,9 +20,9 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from fencepost.harness.errors import Problems
+from fencepost.harness.report.bands import NemesisOp
 from fencepost.harness.rundir.history import NEMESIS, Op, iter_history
 from fencepost.harness.rundir.names import HISTORY_FILE
-from fencepost.harness.report.bands import NemesisOp
 
 TYPE_NAMES = ("ok", "fail", "info")  # completion types, by their code in ScannedHistory.type
 OK, FAIL, INFO = range(3)

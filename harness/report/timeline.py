@@ -17,10 +17,16 @@ from matplotlib.colors import to_rgba
 from matplotlib.patches import Patch
 
 from fencepost.harness.report.bands import Band
-from fencepost.harness.report.figures import (
-    NS_PER_S, legend, new_figure, placeholder, save, shade_bands, time_axis,
-)
 from fencepost.harness.report.colours import TYPE_COLOURS
+from fencepost.harness.report.figures import (
+    NS_PER_S,
+    legend,
+    new_figure,
+    placeholder,
+    save,
+    shade_bands,
+    time_axis,
+)
 from fencepost.harness.report.plots import PlotFile
 from fencepost.harness.report.scan import FAIL, INFO, NO_TIME, OK, TYPE_NAMES, ScannedHistory
 

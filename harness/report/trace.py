@@ -27,12 +27,12 @@ from typing import Any, Iterable
 
 from fencepost.checkers.partition import ReplicaState
 from fencepost.harness.errors import BadInput, Problems
+from fencepost.harness.report.bands import NemesisOp, pair_actions
 from fencepost.harness.rundir.final_log import iter_final
-from fencepost.harness.rundir.history import NEMESIS, Op, iter_history
 from fencepost.harness.rundir.find import history_of
+from fencepost.harness.rundir.history import NEMESIS, Op, iter_history
 from fencepost.harness.rundir.names import FINAL_FILE
 from fencepost.harness.rundir.safe_names import safe_name
-from fencepost.harness.report.bands import NemesisOp, pair_actions
 
 AROUND_S = 10.0
 OFFSET_FORM = re.compile(r"(.+)/(\d+)/(\d+)")

@@ -8,9 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from fencepost.harness.report.page import esc, page
+from fencepost.harness.report.trace import Trace
 from fencepost.harness.rundir.atomic import output_folder, write_atomically
 from fencepost.harness.rundir.safe_names import contained
-from fencepost.harness.report.trace import Trace
 
 TRACE_DIR = "trace"
 

@@ -22,22 +22,20 @@ from typing import Any
 
 import orjson
 
-from fencepost.clusters import Cluster, ClusterSpec
-from fencepost.clusters import ClusterConfigError, HostError
-from fencepost.clusters import TopicSpec
+from fencepost.clusters import Cluster, ClusterConfigError, ClusterSpec, HostError, TopicSpec
 from fencepost.harness.check.checking import CheckOutcome, check_run
 from fencepost.harness.errors import EXIT_CRASH, BadInput
-from fencepost.harness.rundir.history import HistoryWriter, Recorder
 from fencepost.harness.processes.interrupts import sigterm_as_interrupt
 from fencepost.harness.provenance import versions
 from fencepost.harness.run.progress import Progress, Status
 from fencepost.harness.run.spec import TestSpec, cluster_options
+from fencepost.harness.run.traffic import Traffic, start_traffic, write_final_reads
 from fencepost.harness.rundir.atomic import write_atomically
 from fencepost.harness.rundir.final import add_final_lines
+from fencepost.harness.rundir.history import HistoryWriter, Recorder
 from fencepost.harness.rundir.names import CLIENTS_DIR, FINAL_FILE, HISTORY_FILE, LOG_FILE, NODES_DIR, TEST_FILE
-from fencepost.harness.rundir.store import close_logger, new_run_dir, run_logger
-from fencepost.harness.run.traffic import Traffic, start_traffic, write_final_reads
 from fencepost.harness.rundir.record import verdict_word
+from fencepost.harness.rundir.store import close_logger, new_run_dir, run_logger
 
 MAIN_GRACE_S = 30.0  # the nemesis may finish the action in progress after the time limit
 HALTING_STOP_S = 2.0  # a broker that logged it is halting: SIGTERM, then SIGKILL after this

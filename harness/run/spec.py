@@ -15,7 +15,8 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping
 
-from fencepost.clusters import BACKENDS, FLUSH_MODES as FLUSHES, TRUNCATIONS, default_truncation, is_kafka, netns_unavailable
+from fencepost.clusters import BACKENDS, TRUNCATIONS, default_truncation, is_kafka, netns_unavailable
+from fencepost.clusters import FLUSH_MODES as FLUSHES
 from fencepost.harness.errors import BadInput
 from fencepost.harness.rundir.names import RESERVED_NAMES
 from fencepost.nemesis.spec import LAZY_FAULTS

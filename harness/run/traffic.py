@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from fencepost.harness.errors import BadInput
-from fencepost.harness.rundir.history import Recorder
+from fencepost.harness.run.scheduler import Lane, Scheduler, plan_processes
 from fencepost.harness.run.spec import TestSpec
 from fencepost.harness.rundir.final import add_final_lines, encode_lines
-from fencepost.harness.run.scheduler import Lane, Scheduler, plan_processes
+from fencepost.harness.rundir.history import Recorder
 from fencepost.workloads.consumer import ConsumerOptions, ConsumerWorkload
 from fencepost.workloads.final_read import final_read_lines
 from fencepost.workloads.producer import ProducerOptions, ProducerWorkload

@@ -27,18 +27,25 @@ partition with neither has no final read.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Union
 
-import re
-
 import orjson
 
 from fencepost.checkers.partition import PartitionHistory, ReplicaState
-from fencepost.harness.errors import Problems, clip as _clip, show as _show
+from fencepost.harness.errors import Problems
+from fencepost.harness.errors import clip as _clip
+from fencepost.harness.errors import show as _show
 from fencepost.harness.rundir.history import (
-    INT64_MAX, MAX_LINE_BYTES, TORN, _int, _int64_error, _skip_line, _too_long,
+    INT64_MAX,
+    MAX_LINE_BYTES,
+    TORN,
+    _int,
+    _int64_error,
+    _skip_line,
+    _too_long,
 )
 
 KINDS = ("read", "replica", "replica-state", "read-state")

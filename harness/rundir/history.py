@@ -42,7 +42,9 @@ from typing import Any, Iterator, Literal
 
 import orjson
 
-from fencepost.harness.errors import Problems, clip as _clip, show as _show
+from fencepost.harness.errors import Problems
+from fencepost.harness.errors import clip as _clip
+from fencepost.harness.errors import show as _show
 
 _log = logging.getLogger("fencepost.history")
 

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from fencepost.harness.errors import BadInput
 from fencepost.harness.rundir.atomic import point_latest
-from fencepost.harness.rundir.safe_names import plain_name
 from fencepost.harness.rundir.names import LATEST, LOG_FILE
+from fencepost.harness.rundir.safe_names import plain_name
 
 # YYYYmmddTHHMMSS, an optional UTC offset (Z or +hhmm / -hhmm), then -<6 hex>.
 RUN_NAME = re.compile(r"(\d{8}T\d{6})(Z|[+-]\d{4})?-[0-9a-f]{6}")

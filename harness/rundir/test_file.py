@@ -13,7 +13,8 @@ from typing import Any
 
 import orjson
 
-from fencepost.checkers.anomaly import ALL as ALL_ANOMALIES, default_invalid
+from fencepost.checkers.anomaly import ALL as ALL_ANOMALIES
+from fencepost.checkers.anomaly import default_invalid
 from fencepost.checkers.partition import CheckOptions
 from fencepost.harness.errors import BadInput
 from fencepost.harness.rundir.names import TEST_FILE

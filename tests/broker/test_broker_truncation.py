@@ -3,8 +3,13 @@ from __future__ import annotations
 
 import pytest
 
-from fencepost.broker.server.truncation import (asks_leader, fences_by_leader_epoch, leader_answers_v0, step_after_answer,
-                                      truncate_to_high_watermark)
+from fencepost.broker.server.truncation import (
+    asks_leader,
+    fences_by_leader_epoch,
+    leader_answers_v0,
+    step_after_answer,
+    truncate_to_high_watermark,
+)
 from fencepost.broker.storage.epoch_cache import LeaderEpochFileCache
 
 

@@ -3,12 +3,28 @@ reported), and near misses that must stay quiet."""
 from __future__ import annotations
 
 from fencepost.checkers.anomaly import (
-    ABORTED_READ, DUPLICATE, FUTURE_READ, INCONSISTENT_OFFSETS, LOST_WRITE,
-    NONMONOTONIC_SEND, PHANTOM_READ, TRUNCATED_READ,
+    ABORTED_READ,
+    DUPLICATE,
+    FUTURE_READ,
+    INCONSISTENT_OFFSETS,
+    LOST_WRITE,
+    NONMONOTONIC_SEND,
+    PHANTOM_READ,
+    TRUNCATED_READ,
 )
 from fencepost.checkers.offsets import (
-    MAX_LISTED, aborted_reads, check_offsets, duplicates, future_reads, inconsistent_offsets,
-    lost_writes, nonmonotonic_sends, observe, op_refs, phantom_reads, truncated_reads,
+    MAX_LISTED,
+    aborted_reads,
+    check_offsets,
+    duplicates,
+    future_reads,
+    inconsistent_offsets,
+    lost_writes,
+    nonmonotonic_sends,
+    observe,
+    op_refs,
+    phantom_reads,
+    truncated_reads,
 )
 from tests.support.checkers_support import history, log, named, names, poll, send
 

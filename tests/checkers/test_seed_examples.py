@@ -15,7 +15,6 @@ from fencepost.harness.check.checking import check_run
 from fencepost.harness.cli import main
 from tests.support.paths import EXAMPLES
 
-
 # What reusing a committed offset for a new write shows, anomaly by anomaly.
 OFFSET_REUSED = {A.LOST_WRITE, A.INCONSISTENT_OFFSETS, A.TRUNCATED_READ, A.NONMONOTONIC_SEND,
                  A.FUTURE_READ, A.NONLINEARIZABLE, A.UNSEEN}

@@ -24,9 +24,15 @@ from fencepost.clusters.errors import ClusterConfigError, HostError
 from fencepost.clusters.hosts import docker as docker_backend
 from fencepost.clusters.hosts import iptables
 from fencepost.clusters.hosts.base import CLUSTER_ENV
-from fencepost.clusters.hosts.local_process import marked_processes
-from fencepost.clusters.hosts.docker.image import PROJECT_ROOT, IMAGE_LABEL, base_root_tar, ensure_base_image, host_mounts
+from fencepost.clusters.hosts.docker.image import (
+    IMAGE_LABEL,
+    PROJECT_ROOT,
+    base_root_tar,
+    ensure_base_image,
+    host_mounts,
+)
 from fencepost.clusters.hosts.docker.node import CLUSTER_LABEL
+from fencepost.clusters.hosts.local_process import marked_processes
 from tests.support import host_contract
 from tests.support.docker_daemon import daemon_answers, ensure_dockerd, stop_dockerd
 

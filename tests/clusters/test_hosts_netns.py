@@ -17,8 +17,8 @@ import pytest
 
 from fencepost.clusters.errors import ClusterConfigError
 from fencepost.clusters.hosts import netns
-from fencepost.clusters.hosts.netns import network
 from fencepost.clusters.hosts.base import NAME_PREFIX
+from fencepost.clusters.hosts.netns import network
 from tests.support import host_contract
 from tests.support.docker_daemon import daemon_answers, running_dockerd
 from tests.support.paths import ROOT as REPO

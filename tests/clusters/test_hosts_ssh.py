@@ -27,8 +27,8 @@ import pytest
 from fencepost.clusters.cluster import Cluster, ClusterSpec
 from fencepost.clusters.errors import ClusterConfigError, HostError
 from fencepost.clusters.hosts import netns, ssh
-from fencepost.clusters.hosts.ssh import commands as ssh_commands
 from fencepost.clusters.hosts.base import CLUSTER_ENV, ProcessHandle
+from fencepost.clusters.hosts.ssh import commands as ssh_commands
 from fencepost.clusters.hosts.ssh.options import DEFAULT_WORKDIR, parse_options
 from tests.support import host_contract
 from tests.support.sshd_support import SSHD, SshdCluster, known_hosts_line, make_key

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from fencepost.clusters.errors import ClusterConfigError
-from fencepost.clusters.systems.kafka.release import (JAXB, LOG4J_1, LOG4J_2, RELOAD4J, ZOOKEEPER_FOR_JAVA_17, Release)
+from fencepost.clusters.systems.kafka.release import JAXB, LOG4J_1, LOG4J_2, RELOAD4J, ZOOKEEPER_FOR_JAVA_17, Release
 
 
 @pytest.mark.parametrize("text, scala", [("0.10.2.0", "2.11"), ("0.11.0.3", "2.11"), ("1.0.2", "2.12"),

@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 
 import fencepost.broker.common.modes as broker_modes
-from fencepost import clusters
 import fencepost.clusters.modes as cluster_modes
+from fencepost import clusters
 from tests.support.paths import ROOT
 
 DEEP_IMPORT = re.compile(r"^\s*(?:from|import) fencepost\.clusters\.([\w.]+)", re.M)

@@ -73,8 +73,8 @@ def test_the_loading_process_sends_the_header_and_keeps_what_it_loaded(tmp_path,
     # Run here (not forked), to look at both: what goes back is what the verdict
     # reads; what was loaded stays referenced until the process exits.
     from fencepost.harness.check import native_load
-    from fencepost.harness.rundir.final_log import FinalState
     from fencepost.harness.check.loading import load_run
+    from fencepost.harness.rundir.final_log import FinalState
 
     if reader == "python":
         monkeypatch.setattr(native_load, "available", lambda: False)

@@ -18,9 +18,9 @@ from fencepost.harness.check.checking import check_run
 from fencepost.harness.compare.collect import RunResult, collect
 from fencepost.harness.compare.formats import CSV_COLUMNS, render
 from fencepost.harness.compare.significance import Baseline, groups_without, with_p_values
+from fencepost.harness.compare.stats import two_rates_p, wilson_interval
 from fencepost.harness.compare.table import rows
 from fencepost.harness.errors import BadInput
-from fencepost.harness.compare.stats import two_rates_p, wilson_interval
 from tests.support.cli import fencepost
 from tests.support.paths import EXAMPLES
 

@@ -12,9 +12,9 @@ import pytest
 from fencepost.checkers.anomaly import Anomaly
 from fencepost.checkers.partition import PartitionHistory, Poll, Send
 from fencepost.harness.analysis.checks import check_run_rows, judge
+from fencepost.harness.check.detection import first_detection_s, first_evidence_ns, median_s
 from fencepost.harness.compare.checked import check_in_memory
 from fencepost.harness.compare.collect import collect
-from fencepost.harness.check.detection import first_detection_s, first_evidence_ns, median_s
 from tests.support.paths import EXAMPLES
 from tests.support.synth.run import write_run
 

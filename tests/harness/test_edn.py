@@ -6,7 +6,8 @@ import re
 from dataclasses import dataclass
 
 import orjson
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from fencepost.harness.cli import main
 from fencepost.harness.edn import edn, export_edn, keyword

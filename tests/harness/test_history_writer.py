@@ -12,8 +12,8 @@ import time
 import orjson
 import pytest
 
-from fencepost.harness.rundir import history
 from fencepost.harness.errors import Problems
+from fencepost.harness.rundir import history
 from fencepost.harness.rundir.history import HistoryReader, HistoryWriter, Recorder, iter_history
 
 

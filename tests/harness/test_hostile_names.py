@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from fencepost.harness.rundir.names import RESERVED_NAMES
 from fencepost.harness.run.spec import MAX_NAME
+from fencepost.harness.rundir.names import RESERVED_NAMES
 from tests.support.cli import Outcome, in_process
 from tests.support.paths import ROOT
 

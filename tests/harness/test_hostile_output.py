@@ -17,7 +17,6 @@ tests/harness/test_browser_report.py.
 """
 from __future__ import annotations
 
-import http.client
 import os
 import re
 import signal

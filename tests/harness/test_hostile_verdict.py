@@ -22,7 +22,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -396,8 +395,8 @@ def test_a_300_mb_line_is_an_error_read_within_the_memory_bound(tmp_path, file):
 
 def test_a_line_over_the_bound_is_an_error_and_the_rest_is_read(tmp_path, monkeypatch):
     """The bound, made small for the test: a longer line is an error, the next ones are read."""
-    import fencepost.harness.rundir.history as history_module
     import fencepost.harness.rundir.final_log as final_module
+    import fencepost.harness.rundir.history as history_module
     assert history_module.MAX_LINE_BYTES == final_module.MAX_LINE_BYTES == 64 << 20
     monkeypatch.setattr(history_module, "MAX_LINE_BYTES", 4096)
     monkeypatch.setattr(final_module, "MAX_LINE_BYTES", 4096)
@@ -439,8 +438,8 @@ def damaged_ends(history: list[bytes], final: list[bytes]) -> dict[str, tuple[by
 
 def planted_never_valid(tmp_path: Path, name: str) -> bool:
     """Check `name` planted, then with each damage at the end; False where it cannot be planted."""
-    from tests.support.synth.plant import expected_invalid
     from tests.support.synth.edit import CannotPlant
+    from tests.support.synth.plant import expected_invalid
     try:
         planted = plant(name, BASE, 2)
     except CannotPlant:

@@ -3,8 +3,8 @@ a consumer keeping up, one stuck, one whose polls fail, an assign from the begin
 a subscriber reading every partition."""
 from __future__ import annotations
 
-from fencepost.harness.rundir.history import Op
 from fencepost.harness.report.lag import RealtimeLag
+from fencepost.harness.rundir.history import Op
 
 S = 1_000_000_000
 

@@ -26,11 +26,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fencepost.harness.check import native_load
-from fencepost.harness.rundir.final_log import FinalLog, FinalState
 from fencepost.harness.check.loading import load_run
+from fencepost.harness.rundir.final_log import FinalLog, FinalState
 from tests.support.loading_support import (
-    assert_same_load, exact_final, exact_history, final_gives_up_or_agrees, history_gives_up_or_agrees,
-    loaded_both_ways, python_only, silent,
+    assert_same_load,
+    exact_final,
+    exact_history,
+    final_gives_up_or_agrees,
+    history_gives_up_or_agrees,
+    loaded_both_ways,
+    python_only,
+    silent,
 )
 from tests.support.mutation_support import LINES, mutation
 from tests.support.paths import EXAMPLES

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import io
 import re
-from html import unescape as html_unescape
 import struct
+from html import unescape as html_unescape
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -178,12 +178,12 @@ def embedded_history(page: str) -> dict:
 def test_the_viewer_embeds_every_line_with_its_pair_partitions_and_errors(tmp_path):
     """Fast: the data of history.html (no plots drawn), for a generated run with nemesis
     ops, failed sends, polls of several partitions and a line that cannot be read."""
-    from fencepost.harness.rundir.history import iter_history
     from fencepost.harness.errors import Problems
     from fencepost.harness.report.bands import nemesis_bands, pair_actions
     from fencepost.harness.report.history_data import HistoryColumns
     from fencepost.harness.report.history_viewer import write_history_page
     from fencepost.harness.report.scan import scan_history
+    from fencepost.harness.rundir.history import iter_history
 
     run = generate(GenConfig(seed=5, lines=2_000, nemesis_rate=0.03, p_fail=0.1, dangling=True))
     run_dir = run.write(tmp_path / "run")

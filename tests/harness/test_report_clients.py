@@ -23,8 +23,18 @@ import pytest
 
 from fencepost.harness.check.checking import check_run
 from tests.support.cli import fencepost
-from tests.support.liveness_support import (CRASHED, HEADER, STUCK, STUCK_WHY, UNLOGGED, History, logged, plant_log,
-                                              steady, stuck_run)
+from tests.support.liveness_support import (
+    CRASHED,
+    HEADER,
+    STUCK,
+    STUCK_WHY,
+    UNLOGGED,
+    History,
+    logged,
+    plant_log,
+    steady,
+    stuck_run,
+)
 from tests.support.paths import ROOT
 
 

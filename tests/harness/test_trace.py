@@ -4,16 +4,16 @@ and every final record is known; the terminal output, the page, and bad input.""
 from __future__ import annotations
 
 import re
-from html import unescape
 import subprocess
 import sys
+from html import unescape
 from pathlib import Path
 
 import pytest
 
 from fencepost.harness.errors import BadInput
-from fencepost.harness.report.trace_page import render_trace, write_trace_page
 from fencepost.harness.report.trace import Target, parse_offset, trace_run
+from fencepost.harness.report.trace_page import render_trace, write_trace_page
 from tests.support.paths import ROOT
 from tests.support.synth.run import write_run
 

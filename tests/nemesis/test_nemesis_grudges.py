@@ -9,8 +9,16 @@ from itertools import combinations
 import pytest
 
 from fencepost.clusters.errors import ClusterConfigError
-from fencepost.nemesis.grudges import (complete_grudge, components_for, grudge_for, grudge_json, is_symmetric,
-                             isolate_from, majorities_ring, sees)
+from fencepost.nemesis.grudges import (
+    complete_grudge,
+    components_for,
+    grudge_for,
+    grudge_json,
+    is_symmetric,
+    isolate_from,
+    majorities_ring,
+    sees,
+)
 from fencepost.nemesis.spec import PARTITION_TARGETS, ROLE_TARGETS
 from fencepost.nemesis.targets import pick_nodes
 

@@ -43,8 +43,14 @@ INTERESTING_INT32 = [0, 1, -1, 2, 127, 128, 255, 256, 0x7FFF, 0x8000, 0xFFFF, 0x
 def build_corpus() -> list[bytes]:
     from kafka.protocol.admin.topics import CreateTopicsRequest, DeleteTopicsRequest
     from kafka.protocol.consumer.fetch import FetchRequest
-    from kafka.protocol.consumer.group import (HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest,
-                                               OffsetCommitRequest, OffsetFetchRequest, SyncGroupRequest)
+    from kafka.protocol.consumer.group import (
+        HeartbeatRequest,
+        JoinGroupRequest,
+        LeaveGroupRequest,
+        OffsetCommitRequest,
+        OffsetFetchRequest,
+        SyncGroupRequest,
+    )
     from kafka.protocol.consumer.offsets import ListOffsetsRequest, OffsetForLeaderEpochRequest
     from kafka.protocol.metadata.api_versions import ApiVersionsRequest
     from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest

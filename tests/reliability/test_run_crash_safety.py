@@ -17,8 +17,8 @@ import pytest
 
 from bench.crash_runs import measure, summary, table
 from fencepost.clusters.hosts import netns
-from fencepost.clusters.hosts.netns import network
 from fencepost.clusters.hosts.local_process import marked_processes
+from fencepost.clusters.hosts.netns import network
 from tests.support.paths import ROOT
 
 RUNS = 10  # the bench does 20 for the published figure; a CI run keeps the suite within its budget

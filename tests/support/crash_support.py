@@ -8,9 +8,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from fencepost.clusters.hosts.netns import network
 from fencepost.clusters.hosts.docker.node import CLUSTER_LABEL
 from fencepost.clusters.hosts.local_process import marked_processes
+from fencepost.clusters.hosts.netns import network
 from tests.support.docker_daemon import daemon_answers
 
 

@@ -16,10 +16,10 @@ from typing import Any, Callable
 import pytest
 
 from fencepost.harness.check import native_load
+from fencepost.harness.check.loading import LoadedRun, group_operations, load_run
 from fencepost.harness.errors import Problems
 from fencepost.harness.rundir.final_log import FinalLog, read_final
 from fencepost.harness.rundir.history import HistoryReader
-from fencepost.harness.check.loading import LoadedRun, group_operations, load_run
 
 COUNTER = itertools.count()
 

@@ -30,8 +30,7 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
-from tests.support.cli import fencepost
-from tests.support.cli import FENCEPOST
+from tests.support.cli import FENCEPOST, fencepost
 from tests.support.paths import ROOT
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.root]

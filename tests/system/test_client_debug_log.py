@@ -18,9 +18,9 @@ from confluent_kafka import Producer
 
 from fencepost.harness.rundir.history import HistoryWriter, Recorder
 from fencepost.harness.rundir.names import CLIENTS_DIR, HISTORY_FILE
-from tests.support.local_cluster import LocalCluster, node_name
 from fencepost.workloads.client_log import DEFAULT_DEBUG
 from fencepost.workloads.consumer import ConsumerOptions, ConsumerWorkload
+from tests.support.local_cluster import LocalCluster, node_name
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

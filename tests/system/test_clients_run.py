@@ -14,8 +14,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.support.cli import fencepost
 from fencepost.workloads.client_log import DEFAULT_DEBUG, DEFAULT_LINES
+from tests.support.cli import fencepost
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

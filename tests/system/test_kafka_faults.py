@@ -11,12 +11,11 @@ import shutil
 
 import pytest
 
-from tests.support import host_contract
-
 from fencepost.clusters.cluster import Cluster, ClusterSpec
 from fencepost.clusters.systems.base import TopicSpec
 from fencepost.nemesis import MemoryRecorder, heal_cluster, start_fault
 from fencepost.nemesis.context import NemesisContext
+from tests.support import host_contract
 
 pytestmark = [pytest.mark.integration, pytest.mark.root, pytest.mark.java, pytest.mark.slow]
 

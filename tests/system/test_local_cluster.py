@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 import orjson
+import pytest
 
 from tests.support.local_cluster import ClusterError, LocalCluster, broker_partition_view
 from tests.support.scenario_support import ScenarioRun, anomaly_names

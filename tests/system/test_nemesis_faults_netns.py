@@ -14,14 +14,13 @@ import time
 import pytest
 from confluent_kafka import Producer
 
-from tests.support.netns_cluster_support import healthy_cluster, module_cluster, reaches
-
 from fencepost.clusters.cluster import Cluster
 from fencepost.clusters.errors import ClusterConfigError
 from fencepost.clusters.hosts import iptables, tc
 from fencepost.clusters.systems.kafka import wire
 from fencepost.clusters.systems.own import BROKER_PORT
 from fencepost.nemesis import MemoryRecorder, Nemesis, ScriptedSchedule, heal_cluster, start_fault
+from tests.support.netns_cluster_support import healthy_cluster, module_cluster, reaches
 
 pytestmark = [pytest.mark.integration, pytest.mark.root]
 

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.netns_cluster_support import healthy_cluster, module_cluster, reaches
-
 from fencepost.clusters.cluster import Cluster
 from fencepost.clusters.hosts import iptables
 from fencepost.clusters.systems.own import broker_id
 from fencepost.nemesis import MemoryRecorder, Nemesis, ScriptedSchedule, heal_cluster, start_fault
 from fencepost.nemesis.grudges import grudge_json
 from fencepost.nemesis.spec import PARTITION_TARGETS
+from tests.support.netns_cluster_support import healthy_cluster, module_cluster, reaches
 
 pytestmark = [pytest.mark.integration, pytest.mark.root]
 

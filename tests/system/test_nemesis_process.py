@@ -20,8 +20,17 @@ from fencepost.clusters.lazyfs.mounts import lazy_mounts
 from fencepost.clusters.systems import system_for
 from fencepost.clusters.systems.base import TopicSpec
 from fencepost.harness.rundir.history import HistoryWriter, Recorder, iter_history
-from fencepost.nemesis import (HealGuard, MemoryRecorder, Nemesis, ScriptedSchedule, check_fault, heal_cluster,
-                     make_schedule, parse_fault, start_fault)
+from fencepost.nemesis import (
+    HealGuard,
+    MemoryRecorder,
+    Nemesis,
+    ScriptedSchedule,
+    check_fault,
+    heal_cluster,
+    make_schedule,
+    parse_fault,
+    start_fault,
+)
 from fencepost.nemesis.context import LEADER_TARGET_WAIT_S
 from tests.support.lazyfs_support import needs_fuse
 

@@ -17,13 +17,13 @@ import pytest
 from fencepost.clusters.cluster import Cluster, ClusterSpec
 from fencepost.clusters.systems.base import TopicSpec
 from fencepost.harness.check.checking import check_run
-from fencepost.harness.rundir.history import HistoryWriter, Recorder
 from fencepost.harness.run.scheduler import Lane, Scheduler, plan_processes
-from tests.support.lazyfs_support import needs_fuse
-from fencepost.workloads.consumer import ConsumerOptions, ConsumerWorkload
 from fencepost.harness.rundir.final import add_final_lines
+from fencepost.harness.rundir.history import HistoryWriter, Recorder
+from fencepost.workloads.consumer import ConsumerOptions, ConsumerWorkload
 from fencepost.workloads.final_read import final_read_lines
 from fencepost.workloads.producer import ProducerOptions, ProducerWorkload
+from tests.support.lazyfs_support import needs_fuse
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.root]  # lazy disks: FUSE mounts
 

@@ -13,9 +13,9 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from fencepost.harness.rundir.history import HistoryWriter, Recorder
-from tests.support.cli import fencepost
 from fencepost.workloads.client_log import DEFAULT_DEBUG, ClientLog, check_debug
 from fencepost.workloads.consumer import ConsumerOptions, ConsumerWorkload
+from tests.support.cli import fencepost
 
 NOWHERE = "127.0.0.1:9"  # discard: nothing listens; librdkafka logs its connection attempts
 

@@ -21,10 +21,10 @@ from confluent_kafka import Producer
 
 from fencepost.harness.check.liveness import liveness
 from fencepost.harness.rundir.history import HistoryWriter, Recorder
-from tests.support.liveness_support import History, poll, steady
-from tests.support.mock_cluster import MockCluster
 from fencepost.workloads.client_log import DEFAULT_DEBUG
 from fencepost.workloads.consumer import COMMIT_WAIT_S, ConsumerOptions, ConsumerWorkload
+from tests.support.liveness_support import History, poll, steady
+from tests.support.mock_cluster import MockCluster
 
 TOPIC, GROUP, PROCESS = "fp", "fencepost", 1000
 COORDINATOR, LEADER = 1, 2  # the coordinator alone is slowed: fetches go on at once

@@ -4,8 +4,7 @@ from __future__ import annotations
 from abc import abstractmethod
 from typing import Any
 
-from kafka.protocol.consumer.group import (HeartbeatResponse, JoinGroupResponse, LeaveGroupResponse,
-                                           SyncGroupResponse)
+from kafka.protocol.consumer.group import HeartbeatResponse, JoinGroupResponse, LeaveGroupResponse, SyncGroupResponse
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorResponse
 
 from ..errors import ErrorCode

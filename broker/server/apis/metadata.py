@@ -9,8 +9,8 @@ from kafka.protocol.metadata.metadata import MetadataResponse
 from fencepost.broker.common.topics import topic_name_error
 
 from ..errors import ErrorCode
-from ..topic_admin import TopicAdmin
 from ..metadata_cache import MetadataCache, TopicMetadata
+from ..topic_admin import TopicAdmin
 from .base import ApiHandler, RequestContext
 
 log = logging.getLogger("broker.apis.metadata")

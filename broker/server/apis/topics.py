@@ -7,8 +7,8 @@ from typing import Any
 from kafka.protocol.admin.topics import CreateTopicsResponse, DeleteTopicsResponse
 
 from ..errors import ErrorCode
-from ..topic_admin import TopicAdmin
 from ..metadata_cache import MetadataCache
+from ..topic_admin import TopicAdmin
 from .base import ApiHandler, RequestContext
 
 _Created = CreateTopicsResponse.CreatableTopicResult

@@ -36,13 +36,29 @@ from docker.models.containers import Container
 
 from fencepost.clusters.errors import ClusterConfigError, HostError
 from fencepost.clusters.hosts import iptables, tc
-from fencepost.clusters.hosts.base import (CLUSTER_ENV, NODE_ENV, CommandResult, Host, HostSet, ProcessHandle, ProcessState,
-                                 state_of_tasks)
+from fencepost.clusters.hosts.base import (
+    CLUSTER_ENV,
+    NODE_ENV,
+    CommandResult,
+    Host,
+    HostSet,
+    ProcessHandle,
+    ProcessState,
+    state_of_tasks,
+)
 from fencepost.clusters.hosts.docker.errors import DOCKER_ERRORS, explain
 from fencepost.clusters.hosts.docker.image import node_image
-from fencepost.clusters.hosts.docker.node import (create_network, exec_in, holder_container_name, labelled_containers,
-                                        labelled_networks, network_name, node_container_name, remove_all,
-                                        start_node)
+from fencepost.clusters.hosts.docker.node import (
+    create_network,
+    exec_in,
+    holder_container_name,
+    labelled_containers,
+    labelled_networks,
+    network_name,
+    node_container_name,
+    remove_all,
+    start_node,
+)
 
 BACKEND = "docker"
 OPTIONS = ("image", "python", "subnet")

@@ -22,12 +22,12 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from fencepost.clusters.node_disk import CutLoss, NodeDisk, backing_folder
 from fencepost.clusters.errors import ClusterConfigError, HostError
 from fencepost.clusters.hosts.base import Host, ProcessHandle
 from fencepost.clusters.lazyfs import LazyOptions, control, mounts
 from fencepost.clusters.lazyfs.build import daemon_binary
 from fencepost.clusters.lazyfs.mount import LAZYFS_ENV, LOG, READY_TIMEOUT_S, TERM_EXIT_S, check_cluster
+from fencepost.clusters.node_disk import CutLoss, NodeDisk, backing_folder
 
 POLL_S = 0.05
 

@@ -20,10 +20,10 @@ from typing import Any, Collection, Iterable, Mapping, Sequence
 
 from fencepost.clusters.errors import ClusterConfigError, HostError
 from fencepost.clusters.hosts import iptables, tc
-from fencepost.clusters.hosts.netns import network
 from fencepost.clusters.hosts.base import CLUSTER_ENV, NODE_ENV, CommandResult, HostSet, ProcessHandle
 from fencepost.clusters.hosts.local_host import LocalHost
 from fencepost.clusters.hosts.local_process import local_state, run_local, signal_local, spawn_local
+from fencepost.clusters.hosts.netns import network
 from fencepost.clusters.hosts.netns.network import ClusterNetwork, NodeLink
 
 BACKEND = "netns"

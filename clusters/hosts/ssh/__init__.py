@@ -21,8 +21,16 @@ from signal import Signals
 from typing import Any, Collection, Iterable, Mapping, Sequence
 
 from fencepost.clusters.errors import ClusterConfigError, HostError
+from fencepost.clusters.hosts.base import (
+    CLUSTER_ENV,
+    NODE_ENV,
+    CommandResult,
+    Host,
+    HostSet,
+    ProcessHandle,
+    ProcessState,
+)
 from fencepost.clusters.hosts.ssh import commands
-from fencepost.clusters.hosts.base import CLUSTER_ENV, NODE_ENV, CommandResult, Host, HostSet, ProcessHandle, ProcessState
 from fencepost.clusters.hosts.ssh.connection import SshConnection
 from fencepost.clusters.hosts.ssh.options import OPTION_NAMES, SshOptions, parse_options
 

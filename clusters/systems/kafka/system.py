@@ -25,8 +25,8 @@ from fencepost.clusters.hosts.base import Host, HostSet
 from fencepost.clusters.lazyfs.mount import LazyOptions
 from fencepost.clusters.systems.base import PartitionView, ProcessSpec, System, TopicSpec, read_replica_logs
 from fencepost.clusters.systems.kafka import config, dist, wire
-from fencepost.clusters.systems.kafka.zookeeper import ZooKeeperReader
 from fencepost.clusters.systems.kafka.options import KafkaOptions
+from fencepost.clusters.systems.kafka.zookeeper import ZooKeeperReader
 
 ZOOKEEPER_NODE = "zk"
 CONTROLLER_ID_BASE = 1000

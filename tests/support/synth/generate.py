@@ -33,7 +33,13 @@ from typing import Any
 import orjson
 
 from tests.support.synth.run import (
-    PartitionFinal, ReplicaFinal, SendTruth, SynthRun, Truth, final_lines, write_jsonl,
+    PartitionFinal,
+    ReplicaFinal,
+    SendTruth,
+    SynthRun,
+    Truth,
+    final_lines,
+    write_jsonl,
 )
 
 

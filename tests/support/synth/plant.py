@@ -17,8 +17,22 @@ from typing import Any
 
 from fencepost.checkers import anomaly as A
 from tests.support.synth.edit import (
-    CannotPlant, OpRef, acked_sends, append_record, consecutive_polls, fresh_process, insert_after, insert_before, insert_record, move_after, ok_polls,
-    pair_ops, poll_records, remove_record, replace_value, send_lines,
+    CannotPlant,
+    OpRef,
+    acked_sends,
+    append_record,
+    consecutive_polls,
+    fresh_process,
+    insert_after,
+    insert_before,
+    insert_record,
+    move_after,
+    ok_polls,
+    pair_ops,
+    poll_records,
+    remove_record,
+    replace_value,
+    send_lines,
 )
 from tests.support.synth.run import SynthRun
 
