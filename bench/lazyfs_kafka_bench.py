@@ -84,7 +84,7 @@ def cluster_up(args: argparse.Namespace, flush: str, subnet: str, scratch: Path)
     cluster = Cluster.up(spec, scratch / flush, on_step=lambda step: status(f"{flush}: {step}"))
     try:
         cluster.create_topic(TopicSpec(TOPIC, 3, 3))
-        cluster.wait_for_full_isr(TOPIC)
+        cluster.recovery.wait_for_full_isr(TOPIC)
     except BaseException:
         cluster_down(flush, cluster)
         raise

@@ -340,7 +340,7 @@ def run_throughput(args: argparse.Namespace, systems: list[str], directory: Path
             clusters[system] = Cluster.up(spec, directory / f"cluster-{i}",
                                           on_step=lambda step, s=system: status(f"{s}: {step}"))
             clusters[system].create_topic(TopicSpec(TOPIC, 3, 3))
-            clusters[system].wait_for_full_isr(TOPIC)
+            clusters[system].recovery.wait_for_full_isr(TOPIC)
             status(f"{system}: up with topic {TOPIC} in {time.monotonic() - started:.1f} s "
                    f"({args.backend}, bootstrap {clusters[system].bootstrap})")
         for system in systems:  # the JVM compiles its hot paths under load: not counted

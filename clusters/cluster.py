@@ -12,7 +12,7 @@ from, with the system's answers about roles (active controller, group coordinato
 and its reassignment of replicas; `heal()` undoes every fault: cuts removed, netem
 removed, paused processes continued, stopped nodes started (control plane first).
 With a system's `flush = "lazy"` the nodes' data folders are lazy disks
-(clusters/disks.py), mounted before any process starts and unmounted at `down`;
+(clusters/disks/), mounted before any process starts and unmounted at `down`;
 `power_cut(node)` loses what the node had not made durable.
 """
 from __future__ import annotations
@@ -26,14 +26,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping
 
 from fencepost.clusters.disks import LazyDisks
+from fencepost.clusters.disks.node_disk import CutLoss
 from fencepost.clusters.errors import ClusterConfigError, HostError, NotRejoining
 from fencepost.clusters.hosts import backend_module
 from fencepost.clusters.hosts.base import Host, HostSet, ProcessHandle
 from fencepost.clusters.lazyfs.build import daemon_binary
-from fencepost.clusters.node_disk import CutLoss
+from fencepost.clusters.recovery import Recovery
 from fencepost.clusters.store import check_name, load_state, save_state
 from fencepost.clusters.systems import system_for
 from fencepost.clusters.systems.base import PartitionView, ProcessSpec, System, TopicSpec
@@ -42,7 +43,6 @@ from fencepost.clusters.systems.markers import FatalMarker, fatal_markers
 READY_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 20.0
 RESTART_PAUSE_S = 0.5
-REJOIN_CHECK_S = 1.0  # how often a wait asks a node's logs whether it will ever rejoin an ISR
 POLL_S = 0.05
 NodeState = str  # "running", "paused", "down" (no process), "partial" (some of its processes down)
 CLIENTS = "clients"  # a grudge's peer that stands for the harness's clients (producers, consumers, control plane)
@@ -83,7 +83,7 @@ class Cluster:
         self.created = created or datetime.now(timezone.utc).isoformat(timespec="seconds")
         self.disks = disks or LazyDisks()
         self.log_starts: dict[tuple[str, str], int] = {}  # (node, role) -> its log's size when last started
-        self._rejoin_answers: dict[tuple[str, str, int], tuple[float, str | None]] = {}
+        self.recovery = Recovery(self)  # whether its partitions can still recover (recovery.py)
         self._saving = threading.RLock()  # the processes table, changed and saved by side-by-side starts
 
     # -- life ---------------------------------------------------------------------------
@@ -143,7 +143,8 @@ class Cluster:
                            LazyDisks.attach(hosts, state.get("lazy_disks")))
         except (KeyError, TypeError, ValueError) as e:
             raise ClusterConfigError(f"{directory}/cluster.json is not a cluster state this version can read "
-                                     f"({type(e).__name__}: {e}); remove its leftovers with `fencepost cleanup`") from None
+                                     f"({type(e).__name__}: {e}); remove its leftovers with "
+                                     "`fencepost cleanup`") from None
 
     def state(self) -> dict[str, Any]:
         return {"spec": self.spec.to_dict(), "created": self.created, "system_options": self.system.options(),
@@ -309,7 +310,8 @@ class Cluster:
             if listening and self.system.process_ready(host, self.hosts, spec.role):
                 return True
             if time.monotonic() > deadline:
-                what = "was not ready" if listening else f"did not accept connections on {host.address}:{spec.ready_port}"
+                what = ("was not ready" if listening
+                        else f"did not accept connections on {host.address}:{spec.ready_port}")
                 raise HostError(f"{handle.name} on {node} {what} in time; the end of {handle.log}:\n"
                                 f"{self.log_tail(node, handle.name)}")
             time.sleep(POLL_S)
@@ -339,27 +341,6 @@ class Cluster:
         """The fatal markers (clusters/systems/markers.py) the node logged since it was last started."""
         return [m for role in self.processes.get(node, {})
                 for m in fatal_markers(self.system.name, node, self.log_since_start(node, role))]
-
-    def not_rejoining(self, node: str, topic: str, partition: int) -> str | None:
-        """Why `node` will not rejoin the ISR of topic-partition however long one waits (its process
-        exited, or it gave the partition up), or None. Asked of the node at most once a second."""
-        key = (node, topic, partition)
-        asked, answer = self._rejoin_answers.get(key, (-REJOIN_CHECK_S, None))
-        if time.monotonic() - asked >= REJOIN_CHECK_S:
-            answer = self._why_not_rejoining(node, topic, partition)
-            self._rejoin_answers[key] = (time.monotonic(), answer)
-        return answer
-
-    def _why_not_rejoining(self, node: str, topic: str, partition: int) -> str | None:
-        markers = self.fatal_markers(node)
-        if self.node_state(node) in ("down", "partial"):
-            return f"{node} is not running" + (f" (it logged: {markers[-1].line})" if markers else "")
-        halted = [m for m in markers if m.halts]
-        if halted:  # the broker is ending itself: every partition it holds is gone with it
-            return f"{node} is halting (it logged: {halted[-1].line})"
-        name = f"{topic}-{partition}"
-        failed = [m for m in markers if m.partition == name]
-        return f"{node} gave {name} up (it logged: {failed[-1].line})" if failed else None
 
     def log_tail(self, node: str, role: str, lines: int = 30) -> str:
         handle = self.processes.get(node, {}).get(role)
@@ -535,58 +516,6 @@ class Cluster:
         the preferred leader); returns once the request is accepted, not when the move is done."""
         self.system.reassign(self.hosts, topic, partition, replicas, timeout)
 
-    def unrecoverable(self, topic: str, partitions: Iterable[int], min_isr: int,
-                      unclean: bool = False) -> str | None:
-        """Why some of `partitions` can never take an acks=all write again without an operator:
-        fewer of its replicas than `min_isr` may still serve it, or (unclean election off) no
-        member of its ISR may — the others not running or having given it up
-        (Cluster.not_rejoining). None while each may yet recover (or the view is not to be had)."""
-        reasons = []
-        for p in partitions:
-            try:
-                view = self.partition_view(topic, p)
-            except HostError:
-                return None
-            gone = {node: why for node in view.replicas if (why := self.not_rejoining(node, topic, p))}
-            live = len(view.replicas) - len(gone)
-            if live < min_isr:
-                reasons.append(f"{topic}-{p} keeps {live} of its replicas, fewer than min.insync.replicas="
-                               f"{min_isr}: {'; '.join(gone.values())}")
-            elif why := _no_live_isr(topic, p, view.isr, gone, unclean):
-                reasons.append(why)
-        return "; ".join(reasons) or None
-
-    def offline(self, topic: str, partitions: Iterable[int], unclean: bool = False) -> dict[int, str]:
-        """The partitions no broker can ever lead again without an operator, and why: no leader,
-        and every member of the ISR not running or having given the partition up (with unclean
-        election off; with it on, any live replica may be elected)."""
-        found: dict[int, str] = {}
-        for p in partitions:
-            try:
-                view = self.partition_view(topic, p)
-            except HostError:
-                continue
-            if unclean or view.leader is not None or not view.isr:
-                continue
-            gone = {node: why for node in view.isr if (why := self.not_rejoining(node, topic, p))}
-            if why := _no_live_isr(topic, p, view.isr, gone, unclean):
-                found[p] = why
-        return found
-
-    def wait_for_full_isr(self, topic: str, timeout: float = READY_TIMEOUT_S) -> None:
-        """Until every partition of `topic` has a leader and every replica in its ISR (the quiesce
-        phase); NotRejoining as soon as a missing replica never will (Cluster.not_rejoining)."""
-        def full() -> bool:
-            views = [self.partition_view(topic, p) for p in self.partitions(topic)]
-            if all(v.leader is not None and set(v.isr) == set(v.replicas) for v in views):
-                return True
-            hopeless = sorted({why for v in views for node in set(v.replicas) - set(v.isr)
-                               if (why := self.not_rejoining(node, topic, v.partition))})
-            if hopeless:
-                raise NotRejoining("; ".join(hopeless))
-            return False
-        self.wait_for(full, timeout, f"every partition of {topic} with a leader and a full ISR")
-
     def wait_for(self, condition: Callable[[], Any], timeout: float, what: str) -> Any:
         """Until `condition()` is truthy (HostError from it counts as not yet, but NotRejoining ends
         the wait); its value."""
@@ -635,11 +564,3 @@ class Cluster:
                               "pids": {r: h.pid for r, h in self.processes.get(n, {}).items()}}
                           for n in self.nodes}}
 
-
-def _no_live_isr(topic: str, p: int, isr: Sequence[str], gone: Mapping[str, str], unclean: bool) -> str | None:
-    """Why no member of the partition's ISR may ever lead it again (every one in `gone`, with the
-    reason, and unclean election off); None when one may."""
-    if unclean or not isr or not all(node in gone for node in isr):
-        return None
-    return (f"{topic}-{p} has no live member of its ISR {list(isr)} and unclean election is off: "
-            f"{'; '.join(gone[n] for n in isr)}")

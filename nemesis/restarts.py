@@ -10,7 +10,7 @@ nothing stays active, so a schedule only starts them.
 A node stopped is always started again, also when a step failed (the error is recorded and
 the nemesis goes on; the final heal starts whatever is still down). Waits are bounded by the
 context's timeout; a broker that will never rejoin (it gave a partition up:
-`Cluster.not_rejoining`) ends the wait at once.
+`Recovery.not_rejoining`, clusters/recovery.py) ends the wait at once.
 """
 from __future__ import annotations
 
@@ -89,7 +89,7 @@ class RollingRestart(_SelfHealing):
                 for p in partitions:
                     view = cluster.partition_view(ctx.topic, p)
                     if node in view.replicas and node not in view.isr:
-                        why = cluster.not_rejoining(node, ctx.topic, p)
+                        why = cluster.recovery.not_rejoining(node, ctx.topic, p)
                         if why:
                             raise NotRejoining(f"{ctx.topic}-{p}: {why}")
                         return False

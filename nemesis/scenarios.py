@@ -153,7 +153,7 @@ class Scenario(Fault):
         def reached(view: PartitionView) -> bool:
             if (node in view.isr) == member:
                 return not registered or node in (ctx.cluster.registered_brokers() or {node})
-            if member and (why := ctx.cluster.not_rejoining(node, ctx.topic, view.partition)):
+            if member and (why := ctx.cluster.recovery.not_rejoining(node, ctx.topic, view.partition)):
                 raise NotRejoining(f"{ctx.topic}-{view.partition}: {why}")
             return False
         value = {"partition": self.partition, "node": node, "in_isr": member} | ({"registered": True} if registered else {})

@@ -207,7 +207,7 @@ def _main_heal_and_final_reads(spec: TestSpec, cluster: Cluster, recorder: Recor
         began = time.monotonic()
         recovered, hopeless = traffic.recover(
             spec.timeouts.quiesce,
-            lambda pending: cluster.unrecoverable(spec.topic.name, pending, spec.topic.min_insync_replicas,
+            lambda pending: cluster.recovery.unrecoverable(spec.topic.name, pending, spec.topic.min_insync_replicas,
                                                   spec.topic.unclean_leader_election))
         log.info("recovery after the final heal: %s in %.1f s%s", "done" if recovered else "not done",
                  time.monotonic() - began, f" ({hopeless})" if hopeless else "")
@@ -233,13 +233,13 @@ def _main_heal_and_final_reads(spec: TestSpec, cluster: Cluster, recorder: Recor
     _finish_halting(cluster, outcome, log)
     progress.phase("quiesce")
     try:
-        cluster.wait_for_full_isr(spec.topic.name, spec.timeouts.quiesce)
+        cluster.recovery.wait_for_full_isr(spec.topic.name, spec.timeouts.quiesce)
     except HostError as e:
         outcome.problems.append(f"quiesce: {e}")  # the reads go on: an incomplete one makes the verdict unknown
         log.warning("quiesce: %s", e)
     progress.phase("final reads")
     began = time.monotonic()
-    offline = cluster.offline(spec.topic.name, partitions, spec.topic.unclean_leader_election)
+    offline = cluster.recovery.offline(spec.topic.name, partitions, spec.topic.unclean_leader_election)
     for why in offline.values():
         log.warning("final reads: not asked for: %s", why)
     reads = write_final_reads(spec, cluster.bootstrap, partitions, run_dir / FINAL_FILE, offline)

@@ -1,4 +1,4 @@
-"""Lazy disks on the docker backend (clusters/hosts/docker/disk.py): the daemon runs in each node's
+"""Lazy disks on the docker backend (clusters/disks/container_disk.py): the daemon runs in each node's
 container, a power cut loses what the broker had not fsynced and the node comes back on a fresh
 mount of the same backing folder, a plain kill -9 loses nothing (the daemon survives it: it is the
 node's page cache), teardown leaves no container, daemon or mount. The own system: a node starts

@@ -11,10 +11,10 @@ import pytest
 
 from fencepost.clusters.cluster import Cluster, ClusterSpec
 from fencepost.clusters.disks import LazyDisks
+from fencepost.clusters.disks.node_disk import CutLoss, backing_folder
 from fencepost.clusters.errors import ClusterConfigError
 from fencepost.clusters.hosts import process
 from fencepost.clusters.lazyfs import CutReport
-from fencepost.clusters.node_disk import CutLoss, backing_folder
 from fencepost.clusters.systems import system_for
 from fencepost.clusters.systems.kafka.options import KafkaOptions
 from fencepost.clusters.systems.kafka.system import KafkaSystem

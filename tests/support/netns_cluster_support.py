@@ -32,12 +32,12 @@ def module_cluster(workdir: Path, name: str, subnets: tuple[int, int], topic: st
 def healthy_cluster(cluster: Cluster, topic: str) -> Iterator[Cluster]:
     """A fixture's body: every partition led with a full ISR before the test; healed after it,
     also on failure."""
-    cluster.wait_for_full_isr(topic, 60)
+    cluster.recovery.wait_for_full_isr(topic, 60)
     try:
         yield cluster
     finally:
         cluster.heal()
-        cluster.wait_for_full_isr(topic, 60)
+        cluster.recovery.wait_for_full_isr(topic, 60)
 
 
 def reaches(cluster: Cluster, source: str, destination: str) -> bool:

@@ -61,7 +61,7 @@ def cluster(tmp_path_factory):
 @pytest.fixture
 def healthy(cluster: Cluster):
     """The shared cluster with every partition's ISR full; healed again after the test, also on failure."""
-    cluster.wait_for_full_isr(TOPIC, 30)
+    cluster.recovery.wait_for_full_isr(TOPIC, 30)
     try:
         yield cluster
     finally:

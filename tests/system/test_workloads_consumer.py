@@ -66,7 +66,7 @@ def finish(cluster: Cluster, run_dir: Path, topic: str):
 def test_subscribe_mode_records_the_group_assignments_and_checks_valid(cluster, tmp_path):
     topic = "grouped"
     cluster.create_topic(TopicSpec(topic))
-    cluster.wait_for_full_isr(topic, 30)
+    cluster.recovery.wait_for_full_isr(topic, 30)
     partitions = cluster.partitions(topic)
     plan = plan_processes(10, 2)
     with HistoryWriter(tmp_path / "history.jsonl") as writer:
@@ -96,7 +96,7 @@ def test_subscribe_mode_records_the_group_assignments_and_checks_valid(cluster, 
 def test_a_position_lost_in_a_power_cut_is_recorded_and_the_consumer_starts_over(cluster, tmp_path):
     topic = "cut"
     cluster.create_topic(TopicSpec(topic))
-    cluster.wait_for_full_isr(topic, 30)
+    cluster.recovery.wait_for_full_isr(topic, 30)
     partitions = cluster.partitions(topic)
     done: list[tuple[int, str]] = []
     with HistoryWriter(tmp_path / "history.jsonl") as writer:
@@ -124,7 +124,7 @@ def test_a_position_lost_in_a_power_cut_is_recorded_and_the_consumer_starts_over
         for node in cluster.broker_nodes:
             cluster.start(node)
         recorder.nemesis("power-cut", {"nodes": list(cluster.broker_nodes)}, type="info")
-        cluster.wait_for_full_isr(topic, 60)
+        cluster.recovery.wait_for_full_isr(topic, 60)
 
         def started_over() -> bool:
             polls.begin(1000, lambda p, t: done.append((p, t)))

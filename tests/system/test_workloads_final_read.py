@@ -31,7 +31,7 @@ def cluster(tmp_path_factory):
                       tmp_path_factory.mktemp("workloads-final-read"))
     try:
         made.create_topic(TopicSpec(TOPIC))
-        made.wait_for_full_isr(TOPIC, 30)
+        made.recovery.wait_for_full_isr(TOPIC, 30)
         yield made
     finally:
         made.down()
@@ -111,7 +111,7 @@ def test_records_acknowledged_while_the_read_runs_are_read_too(cluster):
     a writer goes on acknowledging records for 2.5 s of the read, and every one is read."""
     topic = "read-during"
     cluster.create_topic(TopicSpec(topic, partitions=1))
-    cluster.wait_for_full_isr(topic, 30)
+    cluster.recovery.wait_for_full_isr(topic, 30)
     acked: dict[int, str] = {}
     stop = threading.Event()
 

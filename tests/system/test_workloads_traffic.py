@@ -45,7 +45,7 @@ def cluster(tmp_path_factory):
 
 def new_topic(cluster: Cluster, name: str) -> list[int]:
     cluster.create_topic(TopicSpec(name))
-    cluster.wait_for_full_isr(name, 30)
+    cluster.recovery.wait_for_full_isr(name, 30)
     return cluster.partitions(name)
 
 
@@ -185,7 +185,7 @@ def test_sends_still_pending_at_close_are_info(cluster, tmp_path):
     # every partition stalls (acks=all waits for the paused follower too), each process with
     # its one send in flight
     assert sorted(i["process"] for i, _ in unknown) == list(range(10))
-    cluster.wait_for_full_isr(topic, 60)
+    cluster.recovery.wait_for_full_isr(topic, 60)
     outcome = finish(cluster, tmp_path, topic)
     assert outcome.valid is True, outcome.results["anomaly_counts"]
 
@@ -208,7 +208,7 @@ def test_a_leader_killed_mid_run_leaves_unknown_sends_and_a_valid_history(cluste
     assert sum(c["type"] in ("info", "fail") for _, c in sends) > 0, Counter(c["type"] for _, c in sends)
     later = Counter(i["value"]["partition"] for i, c in sends if c["type"] == "ok" and i["time"] > killed_at)
     assert set(later) == {0, 1, 2}  # and the traffic went on everywhere
-    cluster.wait_for_full_isr(topic, 60)
+    cluster.recovery.wait_for_full_isr(topic, 60)
     outcome = finish(cluster, tmp_path, topic)
     assert outcome.valid is True, outcome.results["anomaly_counts"]
 
@@ -236,7 +236,7 @@ def test_sends_refused_for_want_of_replicas_are_unknown(cluster, tmp_path):
     assert refused, Counter(c.get("error") for _, c in sends)
     assert {c["type"] for c in refused} == {"info"}
     assert not [c for _, c in sends if c["type"] == "fail"]
-    cluster.wait_for_full_isr(topic, 60)
+    cluster.recovery.wait_for_full_isr(topic, 60)
     outcome = finish(cluster, tmp_path, topic)
     assert outcome.valid is True, outcome.results["anomaly_counts"]
 

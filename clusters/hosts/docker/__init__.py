@@ -353,7 +353,7 @@ def check_options(cluster: str, nodes: Sequence[str], options: Mapping[str, Any]
 def provision(cluster: str, nodes: Sequence[str], workdir: Path,
               options: Mapping[str, Any] | None = None, shared_paths: Sequence[str] = (),
               fuse: bool = False) -> DockerHostSet:
-    """`fuse`: the node containers get /dev/fuse and CAP_SYS_ADMIN (lazy disks, clusters/disks.py);
+    """`fuse`: the node containers get /dev/fuse and CAP_SYS_ADMIN (lazy disks, clusters/disks/);
     the default image only (the daemon runs this machine's libfuse3)."""
     options = dict(options or {})
     subnet = check_options(cluster, nodes, options)

@@ -1,5 +1,5 @@
-"""What every node's lazy disk is, whichever backend holds it (clusters/disks.py picks and
-manages them; the docker backend's own is clusters/hosts/docker/disk.py): a `NodeDisk`, what a
+"""What every node's lazy disk is, whichever backend holds it (clusters/disks/lazy_disks.py picks and
+manages them; the docker backend's own is clusters/disks/container_disk.py): a `NodeDisk`, what a
 power cut of it lost (`CutLoss`), and where a mount's durable state lives (`backing_folder`).
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Lazy disks of a docker node (clusters/disks.py): the lazy filesystem's daemon runs inside the
+"""Lazy disks of a docker node (clusters/disks/lazy_disks.py): the lazy filesystem's daemon runs inside the
 node's container, so that the mount is in the container's own mount table (a mount made on this
 machine would not reach a running container: this machine's root mount is private).
 
@@ -22,12 +22,12 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from fencepost.clusters.disks.node_disk import CutLoss, NodeDisk, backing_folder
 from fencepost.clusters.errors import ClusterConfigError, HostError
 from fencepost.clusters.hosts.base import Host, ProcessHandle
 from fencepost.clusters.lazyfs import LazyOptions, control, mounts
 from fencepost.clusters.lazyfs.build import daemon_binary
 from fencepost.clusters.lazyfs.mount import LAZYFS_ENV, LOG, READY_TIMEOUT_S, TERM_EXIT_S, check_cluster
-from fencepost.clusters.node_disk import CutLoss, NodeDisk, backing_folder
 
 POLL_S = 0.05
 

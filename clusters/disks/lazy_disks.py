@@ -12,10 +12,10 @@ Where the daemon runs, per backend:
   under `ip netns exec` gets its own copy of the mount table when it starts, so the mounts are
   made before any process of the cluster starts, and again after each cut before the node's
   processes start again (the fault's stop starts them).
-- `docker`: inside the node's container (`ContainerDisk`, clusters/hosts/docker/disk.py; what every disk is: clusters/node_disk.py), which
-  is then made with /dev/fuse and CAP_SYS_ADMIN: a container sees only the mounts of its own
-  mount table (this machine's root mount is private, so a mount made here after a power cut
-  would not reach it). The default image only (it runs this machine's /usr: libfuse3, and the
+- `docker`: inside the node's container (`ContainerDisk`, container_disk.py; what every disk
+  is: node_disk.py), which is then made with /dev/fuse and CAP_SYS_ADMIN: a container sees
+  only the mounts of its own mount table (this machine's root mount is private, so a mount made
+  here after a power cut would not reach it). The default image only (it runs this machine's /usr: libfuse3, and the
   daemon binary from this machine's cache).
 - `ssh`: refused (the daemon would have to be built and driven on remote machines).
 
@@ -33,10 +33,11 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from fencepost.clusters.disks.container_disk import ContainerDisk
+from fencepost.clusters.disks.node_disk import CutLoss, NodeDisk, backing_folder
 from fencepost.clusters.errors import ClusterConfigError, HostError
 from fencepost.clusters.hosts.base import Host, HostSet
 from fencepost.clusters.lazyfs import LazyMount, LazyOptions
-from fencepost.clusters.node_disk import CutLoss, NodeDisk, backing_folder
 
 LOCAL_BACKENDS = ("process", "netns")
 
@@ -174,7 +175,6 @@ class LazyDisks:
 def make_disk(host: Host, hosts: HostSet, folders: list[str], options: LazyOptions) -> NodeDisk:
     if hosts.backend in LOCAL_BACKENDS:
         return LocalDisk.make(host, hosts.cluster, folders, options)
-    from fencepost.clusters.hosts.docker.disk import ContainerDisk
     return ContainerDisk.make(host, hosts.cluster, folders, options)
 
 
@@ -182,6 +182,5 @@ def attach_disk(hosts: HostSet, state: Mapping[str, Any]) -> NodeDisk:
     if state.get("kind") == "local":
         return LocalDisk(state["node"], [LazyMount.attach(m) for m in state["mounts"]])
     if state.get("kind") == "container":
-        from fencepost.clusters.hosts.docker.disk import ContainerDisk
         return ContainerDisk.attach(hosts[state["node"]], state)
     raise ClusterConfigError(f"a lazy disk of kind {state.get('kind')!r} is not one this version knows")
