@@ -79,15 +79,15 @@ sys.path.insert(0, str(ROOT))
 
 # Prepended to a stage to measure the Python reader alone (as without the C
 # reader: the exact readers read both files).
-PYTHON_READER = ("from harness.check import native_load\n"
+PYTHON_READER = ("from fencepost.harness.check import native_load\n"
                  "native_load.available = lambda: False\n")
 
 STAGE_CODE = {
-    "parse": "from harness.check.loading import load_run\n"
+    "parse": "from fencepost.harness.check.loading import load_run\n"
              "run = load_run(RUN, parallel=JOBS > 1)\n"
              "ops = run.counts.ops\n"
              "del run\n",
-    "check": "from harness.check.checking import check_run\n"
+    "check": "from fencepost.harness.check.checking import check_run\n"
              "ops = check_run(RUN, write=False, out=None, jobs=JOBS).results['checked']['ops']\n",
 }
 
@@ -119,7 +119,13 @@ def main() -> None:
                         help="run each stage this many times; the fastest is shown")
     parser.add_argument("--no-python-reader", action="store_true",
                         help="leave out the side-by-side figures of the Python reader alone")
+    parser.add_argument("--smoke", action="store_true",
+                        help="a few seconds: a 3,000-line run generated into a temporary folder, every stage "
+                             "with --jobs 2 (not 1), both readers, the PSS sampling; covers every line printed, "
+                             "not the figures' worth (a run that small is all start-up)")
     args = parser.parse_args()
+    if args.smoke:
+        args.lines, args.repeat, args.jobs = 3_000, 1, 2
 
     scratch = None if args.dir else Path(tempfile.mkdtemp(prefix="fencepost-bench-"))
     run_dir = args.dir or scratch / "run"
@@ -147,7 +153,7 @@ def _measure(run_dir: Path, args: argparse.Namespace) -> None:
     print(f"{'jobs':>4} {'stage':<22} {'wall s':>7} {'ops/s':>9} {'CPU s':>6} "
           f"{'peak PSS':>9} {'RSS main':>9} {'RSS child':>10}")
     readers = [False] if args.no_python_reader else [False, True]
-    for jobs in dict.fromkeys((args.jobs, 1)):
+    for jobs in (args.jobs,) if args.smoke else dict.fromkeys((args.jobs, 1)):
         # The stages with the C reader and with the Python reader alone, in alternation.
         figures = {(stage, python): _best(run_dir, stage, jobs, args.repeat, python)
                    for stage in STAGE_CODE for python in readers}
@@ -194,8 +200,9 @@ def _run_stage(run_dir: Path, stage: str, jobs: int, python: bool, sample: bool)
         out.seek(0)
         err.seek(0)
         if process.returncode != 0:
-            print(f"{stage} (jobs {jobs}) failed:\n{err.read()[-2000:]}")
-            return None
+            # a stage that cannot run makes every figure after it meaningless: stop, exit 1
+            raise SystemExit(f"{stage} (jobs {jobs}{', Python reader' if python else ''}) failed:\n"
+                             f"{err.read()[-2000:]}")
         figures = json.loads(out.read().strip().splitlines()[-1])
     figures["pss_mb"] = peak_pss / 1024
     return figures

@@ -74,7 +74,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=2.0, help="lines queued for this long before the poll")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--smoke", action="store_true",
+                        help="a second: one round of 0.2 s per logger, the same consumers and loggers; covers "
+                             "every line printed, not the figures' worth")
     args = parser.parse_args()
+    if args.smoke:
+        args.seconds, args.rounds = 0.2, 1
     with tempfile.TemporaryDirectory() as folder:
         makers = {"discard (confluent-kafka's callback)": Counting, "python list of formatted lines": Listing,
                   "ClientLog ring": lambda: Ringed(folder)}

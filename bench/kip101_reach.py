@@ -146,7 +146,12 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1000, help="seeds per interval")
     parser.add_argument("--intervals", type=float, nargs="+", default=[1, 2, 3, 4, 5, 6])
     parser.add_argument("--duration", type=float, default=60.0, help="seconds per run")
+    parser.add_argument("--smoke", action="store_true",
+                        help="a second: 50 seeds of 30 s runs at intervals 2 and 4, the same schedule and pattern "
+                             "search; covers every line printed, not the shares' worth")
     args = parser.parse_args()
+    if args.smoke:
+        args.runs, args.intervals, args.duration = 50, [2.0, 4.0], 30.0
     own = OwnOptions()
     session, lag = own.session_timeout_ms / 1000, own.replica_lag_time_max_ms / 1000
     print(f"random kill,pause,partition, {args.duration:g} s runs, {len(BROKERS)} brokers, "

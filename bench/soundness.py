@@ -473,7 +473,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help=f"history lines of a generated run (default "
                              f"{DEFAULT_LINES[0]}-{DEFAULT_LINES[1]})")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    parser.add_argument("--smoke", action="store_true",
+                        help="a few seconds: 1 planted run per type and 3 clean runs (the campaign's top-ups, "
+                             "table and --json file, into a temporary folder, as usual); covers every line "
+                             "printed and the exit code's rules, not the rates' worth")
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.per_type, args.clean = 1, 3
     for flag in ("per_type", "clean"):
         if getattr(args, flag) < 0:
             parser.error(f"--{flag.replace('_', '-')} {getattr(args, flag)}: give a count >= 0")
@@ -550,6 +556,11 @@ def main(argv: list[str] | None = None) -> int:
           + (f", checker settings {dict(checker)}" if checker else ""))
     if args.json:
         args.json.write_text(json.dumps(figures(types, tally, seconds, args), indent=2) + "\n")
+    elif args.smoke:  # the --json document made and read back, in a temporary folder
+        with tempfile.TemporaryDirectory(prefix="fp-soundness-smoke-") as folder:
+            path = Path(folder) / "figures.json"
+            path.write_text(json.dumps(figures(types, tally, seconds, args), indent=2) + "\n")
+            print(f"--json document: {len(json.loads(path.read_text()))} top-level keys")
     if tally.crashes:
         return EXIT_CRASH
     return EXIT_FINDING if tally.findings else EXIT_OK

@@ -103,7 +103,13 @@ def bench_dump(root: Path, codec: str, count: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--mib", type=int, default=32, help="data appended per flush mode")
+    parser.add_argument("--smoke", action="store_true",
+                        help="a second: 1 MiB per flush mode and 50 batches per dump, the same storage calls; "
+                             "covers every line printed, not the figures' worth")
     args = parser.parse_args()
+    dump_batches = 2000
+    if args.smoke:
+        args.mib, dump_batches = 1, 50
     batches = make_batches(max(1, args.mib * 2**20 // len(make_batches(1)[0])))
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -111,7 +117,7 @@ def main() -> None:
         bench_reads(root)
         bench_recovery(root)
         for codec in ("none", "zstd"):
-            bench_dump(root, codec, 2000)
+            bench_dump(root, codec, dump_batches)
 
 
 if __name__ == "__main__":
