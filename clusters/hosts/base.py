@@ -20,28 +20,16 @@ import time
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Iterable, Literal, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from fencepost.clusters.errors import ClusterConfigError, HostError
+from fencepost.clusters.processes import CLUSTER_ENV as CLUSTER_ENV  # the marker: clusters/processes.py
+from fencepost.clusters.processes import ProcessState as ProcessState
+from fencepost.clusters.processes import state_of_tasks as state_of_tasks
 
-ProcessState = Literal["running", "stopped", "gone"]
-CLUSTER_ENV = "FENCEPOST_CLUSTER"
 NODE_ENV = "FENCEPOST_NODE"
 NAME_PREFIX = "fp"  # every namespace, link, container, network and chain we make starts with it
 STATE_POLL_S = 0.01
-
-
-def state_of_tasks(stats: str) -> ProcessState:
-    """running, stopped or gone from the /proc/<pid>/task/*/stat lines of a process ('' = gone).
-
-    Gone only when every thread has ended: a killed multi-threaded process (a JVM) has a
-    zombie leader while its other threads still exit, and keeps its sockets open until
-    the last one has."""
-    states = [line[line.rindex(")") + 2] for line in stats.splitlines() if ")" in line]
-    alive = [s for s in states if s not in "ZX"]
-    if not alive:
-        return "gone"
-    return "stopped" if all(s in "Tt" for s in alive) else "running"
 
 
 @dataclass(frozen=True)

@@ -1,20 +1,23 @@
 """Processes on this machine, for the backends whose nodes share its kernel (process, netns).
 
 Spawning (own session, output appended to a log file, the cluster marker in the
-environment), reading a pid's state from /proc, signalling, reaping our own
-children so a killed one does not linger as a zombie, and finding every process
-that carries a cluster marker (for `fencepost cleanup`).
+environment) and finding every process that carries a cluster marker (for
+`fencepost cleanup`); reading a pid's state from /proc, signalling and reaping are
+clusters/processes.py's (the lazy filesystem uses them too).
 """
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 from pathlib import Path
 from typing import Mapping, Sequence
 
 from fencepost.clusters.errors import HostError
-from fencepost.clusters.hosts.base import CLUSTER_ENV, CommandResult, ProcessState, state_of_tasks
+from fencepost.clusters.hosts.base import CommandResult
+from fencepost.clusters.processes import CLUSTER_ENV
+from fencepost.clusters.processes import local_state as local_state
+from fencepost.clusters.processes import reap as reap
+from fencepost.clusters.processes import signal_local as signal_local
 
 
 def run_local(host: str, argv: Sequence[str], timeout: float, check: bool,
@@ -40,37 +43,6 @@ def spawn_local(host: str, argv: Sequence[str], log: str, env: Mapping[str, str]
         except FileNotFoundError:
             raise HostError(f"on {host}: `{argv[0]}` is not installed (spawning `{' '.join(argv)}`)") from None
     return proc.pid
-
-
-def local_state(pid: int) -> ProcessState:
-    reap(pid)
-    stats = []
-    try:
-        tasks = list(Path(f"/proc/{pid}/task").glob("*/stat"))
-    except FileNotFoundError:  # the process ended while its tasks were listed
-        tasks = []
-    for task in tasks:
-        try:
-            stats.append(task.read_text())
-        except OSError:
-            continue  # that thread has just ended
-    return state_of_tasks("\n".join(stats))
-
-
-def signal_local(pid: int, sig: signal.Signals) -> None:
-    try:
-        os.kill(pid, sig)
-    except ProcessLookupError:
-        pass
-    reap(pid)
-
-
-def reap(pid: int) -> None:
-    """Collect the exit status of a child of ours that has ended (not ours, or running: no-op)."""
-    try:
-        os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass
 
 
 def marked_processes(cluster: str | None = None) -> dict[int, str]:

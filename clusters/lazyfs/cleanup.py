@@ -18,10 +18,9 @@ from pathlib import Path
 from typing import Collection
 
 from fencepost.clusters.errors import HostError
-from fencepost.clusters.hosts.base import CLUSTER_ENV
-from fencepost.clusters.hosts.local_process import local_state, signal_local
 from fencepost.clusters.lazyfs.mount import LAZYFS_ENV
 from fencepost.clusters.lazyfs.mounts import lazy_mounts, unmount
+from fencepost.clusters.processes import CLUSTER_ENV, local_state, signal_local
 
 KILL_WAIT_S = 10.0
 

@@ -30,10 +30,9 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from fencepost.clusters.errors import ClusterConfigError, HostError
-from fencepost.clusters.hosts.base import CLUSTER_ENV
-from fencepost.clusters.hosts.local_process import local_state, signal_local
 from fencepost.clusters.lazyfs import control, mounts
 from fencepost.clusters.lazyfs.build import check_device, daemon_binary
+from fencepost.clusters.processes import CLUSTER_ENV, local_state, signal_local
 
 LAZYFS_ENV = "FENCEPOST_LAZYFS"
 LOG = "daemon.log"
