@@ -1,5 +1,5 @@
-"""`python -m fencepost.broker serve ...` runs a broker node; `python -m fencepost.broker controller ...` the controller;
-`python -m fencepost.broker dump-log ...` prints a data directory's logs."""
+"""`python -m fencepost.broker serve ...` runs a broker node; `python -m fencepost.broker controller ...`
+the controller; `python -m fencepost.broker dump-log ...` prints a data directory's logs."""
 from __future__ import annotations
 
 import asyncio

@@ -73,7 +73,8 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_OK if exc.code == 0 else EXIT_BAD_ARGUMENTS
     for data_dir in args.data_dir:
         if not data_dir.is_dir():
-            print(f"dump-log: --data-dir {data_dir} is not a directory; give the broker's log directory", file=sys.stderr)
+            print(f"dump-log: --data-dir {data_dir} is not a directory; give the broker's log directory",
+                  file=sys.stderr)
             return EXIT_BAD_ARGUMENTS
     node = args.node or node_name(args.data_dir[0])
     try:

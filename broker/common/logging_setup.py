@@ -20,7 +20,8 @@ class _NodeIdFilter(logging.Filter):
 
 
 def configure_logging(node_id: int, level: str = "INFO", log_file: Path | None = None) -> None:
-    """Route the `broker` loggers (and asyncio's) to stderr and `log_file`; called once by `serve` and by `controller`."""
+    """Route the `broker` loggers (and asyncio's) to stderr and `log_file`; called once by `serve` and by
+    `controller`."""
     formatter = logging.Formatter(FORMAT, DATE_FORMAT)
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
     if log_file is not None:

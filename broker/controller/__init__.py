@@ -1,4 +1,5 @@
-"""The controller of the own brokers (`python -m fencepost.broker controller`): registrations, sessions, elections, ISRs.
+"""The controller of the own brokers (`python -m fencepost.broker controller`): registrations, sessions,
+elections, ISRs.
 
 - broker/common/controller_protocol.py (not here): the controller <-> broker wire protocol and snapshot
   dataclasses; broker.common also holds the rest the brokers share (logging, config errors, topic rules,

@@ -1,4 +1,5 @@
-"""`python -m fencepost.broker controller ...`: parse the command line, lock and load the data directory, serve until a signal."""
+"""`python -m fencepost.broker controller ...`: parse the command line, lock and load the data directory, serve
+until a signal."""
 from __future__ import annotations
 
 import asyncio

@@ -326,7 +326,8 @@ class Partition:
 
     def fetch_offset_for_timestamp(self, timestamp: int, current_leader_epoch: int,
                                    fetch_only_committed: bool) -> TimestampOffset:
-        """ListOffsets: -2 earliest, -1 latest (HW for clients), -3 max timestamp, else the first offset at or after it."""
+        """ListOffsets: -2 earliest, -1 latest (HW for clients), -3 max timestamp, else the first offset at or
+        after it."""
         err = self._leader_check(current_leader_epoch)
         if err is not ErrorCode.NONE:
             return TimestampOffset(err)

@@ -162,7 +162,8 @@ class ReplicaFetcher:
             return True
         by_topic: dict[str, list] = defaultdict(list)
         for tp, s, _, epoch in asking:
-            by_topic[tp.topic].append(_EpochPartition(partition=tp.partition, current_leader_epoch=self._current_epoch(s),
+            by_topic[tp.topic].append(_EpochPartition(partition=tp.partition,
+                                                      current_leader_epoch=self._current_epoch(s),
                                                       leader_epoch=epoch))
         request = OffsetForLeaderEpochRequest(replica_id=self.settings.node_id, topics=[
             _EpochTopic(topic=t, partitions=parts) for t, parts in by_topic.items()])

@@ -1,4 +1,5 @@
-"""The partitions hosted on this broker: leadership changes, appends with acks, fetch reads, ISR changes, HW checkpoints.
+"""The partitions hosted on this broker: leadership changes, appends with acks, fetch reads, ISR changes, HW
+checkpoints.
 
 Owns the map of local `Partition`s (as Kafka's ReplicaManager): it opens their
 logs through the log manager (a partition starts from its HW checkpoint), makes

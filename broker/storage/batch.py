@@ -198,7 +198,8 @@ class RecordBatch:
             return f"RecordBatch(<{len(self.buffer)} bytes: header incomplete>)"
         return (
             f"RecordBatch(offsets {self.base_offset}..{self.last_offset}, epoch {self.partition_leader_epoch}, "
-            f"{self.record_count} records, {Codec(self.compression).name.lower() if self.compression <= 4 else self.compression}, "
+            f"{self.record_count} records, "
+            f"{Codec(self.compression).name.lower() if self.compression <= 4 else self.compression}, "
             f"{self.size_in_bytes} bytes, producer {self.producer_id}/{self.producer_epoch} seq {self.base_sequence})"
         )
 
@@ -272,7 +273,8 @@ def scan_batches(
                 return
             declared = LOG_OVERHEAD + _I32.unpack_from(data, 8)[0]
             if pos + declared > size:
-                outcome._stop(pos, f"torn tail: a batch of {declared} bytes with only {size - pos} bytes left in the file")
+                outcome._stop(pos,
+                          f"torn tail: a batch of {declared} bytes with only {size - pos} bytes left in the file")
                 return
             data = read(pos, declared)
             for batch in iter_batches(data):  # exactly one

@@ -79,7 +79,8 @@ def _int_field(path: Path, number: int, value: str, what: str) -> int:
     try:
         return int(value)
     except ValueError:
-        raise CheckpointError(f"{path} entry {number}: {what} {value!r} is not an integer; repair or delete the file") from None
+        raise CheckpointError(
+            f"{path} entry {number}: {what} {value!r} is not an integer; repair or delete the file") from None
 
 
 def write_offset_checkpoint(path: Path, offsets: Mapping[tuple[str, int], int]) -> None:

@@ -105,7 +105,8 @@ class LegacyBatch:
 
     def _sized(self, pos: int, what: str) -> tuple[bytes | None, int]:
         if pos + 4 > len(self.buffer):
-            raise LegacyFormatError(f"v{self.magic} message at offset {self.offset}: {what} length past the message end")
+            raise LegacyFormatError(
+                f"v{self.magic} message at offset {self.offset}: {what} length past the message end")
         (length,) = _I32.unpack_from(self.buffer, pos)
         pos += 4
         if length < 0:

@@ -376,7 +376,8 @@ class PartitionLog:
             segment.delete()
         del self.segments[keep + 1 :]
         self.segments[-1].truncate_to(offset)
-        log.info("%s-%d: truncated to offset %d (log end now %d)", self.topic, self.partition, offset, self.log_end_offset)
+        log.info("%s-%d: truncated to offset %d (log end now %d)", self.topic, self.partition, offset,
+                 self.log_end_offset)
         self.epoch_cache.truncate_from_end(self.log_end_offset)
         self._rebuild_producer_state()
 
@@ -440,7 +441,8 @@ def _split(data: bytearray) -> tuple[list[RecordBatch], tuple[str, str] | None]:
     try:
         for batch in iter_batches(data):
             if batch.magic != MAGIC_V2:
-                return [], (INVALID_RECORD, f"batch {len(batches)}: message format v{batch.magic}; produce needs v2 batches")
+                return [], (INVALID_RECORD,
+                            f"batch {len(batches)}: message format v{batch.magic}; produce needs v2 batches")
             batches.append(batch)  # type: ignore[arg-type]
             consumed += batch.size_in_bytes
     except CorruptBatch as exc:
@@ -455,7 +457,8 @@ def _split(data: bytearray) -> tuple[list[RecordBatch], tuple[str, str] | None]:
 def _client_batch_problem(batch: RecordBatch, number: int) -> tuple[str, str] | None:
     where = f"batch {number}"
     if not batch.is_valid():
-        return CORRUPT_MESSAGE, f"{where}: CRC mismatch (stored {batch.crc:#010x}, computed {batch.compute_crc():#010x})"
+        return (CORRUPT_MESSAGE,
+                f"{where}: CRC mismatch (stored {batch.crc:#010x}, computed {batch.compute_crc():#010x})")
     if batch.last_offset_delta < 0:
         return INVALID_RECORD, f"{where}: negative last offset delta {batch.last_offset_delta}"
     if batch.record_count <= 0:

@@ -56,7 +56,8 @@ class OffsetIndex:
     def append(self, offset: int, position: int) -> None:
         if self._offsets and (offset <= self._offsets[-1] or position <= self._positions[-1]):
             raise ValueError(
-                f"{self.path}: index entry ({offset}, {position}) is not above the last ({self._offsets[-1]}, {self._positions[-1]})"
+                f"{self.path}: index entry ({offset}, {position}) is not above the last "
+                f"({self._offsets[-1]}, {self._positions[-1]})"
             )
         relative = offset - self.base_offset
         if not 0 <= relative <= 2**31 - 1:

@@ -79,7 +79,8 @@ def decode_v2_records(
             header_value, pos = _read_bytes(data, pos, "header value")
             headers.append(((header_key or b"").decode("utf-8", "replace"), header_value))
         if pos != end:
-            raise RecordDecodeError(f"record {index} of {count}: declared {length} bytes but its fields take {length + pos - end}")
+            raise RecordDecodeError(
+                f"record {index} of {count}: declared {length} bytes but its fields take {length + pos - end}")
         records.append(
             Record(base_offset + offset_delta, base_timestamp + timestamp_delta, key, value, tuple(headers))
         )

@@ -62,7 +62,8 @@ class LogSegment:
         self._pending = bytearray()
         self._dirty = False  # written since the last fsync
         self._bytes_since_index = 0
-        self.index = OffsetIndex(directory / segment_file_name(base_offset, INDEX_SUFFIX), base_offset, buffered=buffered)
+        self.index = OffsetIndex(directory / segment_file_name(base_offset, INDEX_SUFFIX), base_offset,
+                                 buffered=buffered)
         self.next_offset = base_offset  # set by load()/append(): the offset after the last batch
 
     # -- sizes and reads ----------------------------------------------------

@@ -33,7 +33,8 @@ class OffsetCommitApi(CoordinatedApi):
     def _response(version: int, request: Any, error_of) -> Any:
         return OffsetCommitResponse(version=version, throttle_time_ms=0, topics=[
             _CommitTopic(name=t.name, partitions=[
-                _CommitPartition(partition_index=p.partition_index, error_code=int(error_of((t.name, p.partition_index))))
+                _CommitPartition(partition_index=p.partition_index,
+                                 error_code=int(error_of((t.name, p.partition_index))))
                 for p in t.partitions]) for t in request.topics])
 
     def error_response(self, request: Any, version: int, error: ErrorCode) -> Any:

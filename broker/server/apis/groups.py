@@ -1,4 +1,5 @@
-"""Classic group membership APIs: FindCoordinator (10), JoinGroup (11), Heartbeat (12), LeaveGroup (13), SyncGroup (14)."""
+"""Classic group membership APIs: FindCoordinator (10), JoinGroup (11), Heartbeat (12), LeaveGroup (13),
+SyncGroup (14)."""
 from __future__ import annotations
 
 from abc import abstractmethod

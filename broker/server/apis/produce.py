@@ -38,7 +38,8 @@ class ProduceApi(ApiHandler):
                 tp = TopicPartition(topic.name, part.index)
                 order.append(tp)
                 if acks not in (-1, 0, 1):
-                    results[tp] = AppendOutcome(ErrorCode.INVALID_REQUIRED_ACKS, message=f"acks={acks} is not -1, 0 or 1")
+                    results[tp] = AppendOutcome(ErrorCode.INVALID_REQUIRED_ACKS,
+                                                message=f"acks={acks} is not -1, 0 or 1")
                 elif request.transactional_id is not None:
                     results[tp] = AppendOutcome(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
                                                 message="transactions are not supported by this broker")
