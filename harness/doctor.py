@@ -143,7 +143,8 @@ def _java_and_maven() -> list[Finding]:
 def _chromium() -> list[Finding]:
     path = shutil.which("chromium") or shutil.which("chromium-browser")
     return [Finding("chromium", path is not None, path or "not on PATH",
-                    "the browser tests of the report (tests/harness/test_browser_report.py); not needed to view reports",
+                    "the browser tests of the report (tests/harness/test_browser_report.py); "
+                    "not needed to view reports",
                     "" if path else f"apt-get install chromium, or {PROVISION}")]
 
 
@@ -154,7 +155,8 @@ def _c_reader() -> list[Finding]:
 
     built = find_spec("fencepost.harness._native") is not None
     return [Finding("C reader", built, history_reader(),
-                    "fencepost check reading history.jsonl and final.jsonl about twice as fast", "" if built else "install a C compiler (apt-get install gcc), then "
+                    "fencepost check reading history.jsonl and final.jsonl about twice as fast",
+                    "" if built else "install a C compiler (apt-get install gcc), then "
                                                "pip install -e . again")]
 
 

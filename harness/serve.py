@@ -124,7 +124,8 @@ def runs_page(results: Path, runs: list[RunEntry], campaigns: list[CampaignInfo]
     index = (' The same as a file that works without a server: <a href="/index.html">index.html</a>, '
              'filterable.' if (results / "index.html").is_file() else "")
     body = (f"<h1>fencepost runs</h1><p class=\"muted\">{len(runs)} run(s) in {esc(results)}, "
-            f"newest first.{index}</p>{_campaigns_table(campaigns)}<h2>Runs</h2><table id=\"runs\"><thead><tr><th>verdict</th><th>test</th><th>run</th>"
+            f"newest first.{index}</p>{_campaigns_table(campaigns)}<h2>Runs</h2>"
+            f"<table id=\"runs\"><thead><tr><th>verdict</th><th>test</th><th>run</th>"
             f'<th>started</th><th class="num">ops</th><th>anomalies</th><th></th></tr></thead>'
             f"<tbody>{''.join(rows)}</tbody></table>")
     return page("fencepost runs", body)

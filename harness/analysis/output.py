@@ -71,7 +71,8 @@ def _plot_detection(verdicts: list[RunVerdict], table: list[Row], path: Path) ->
     labels, samples = [], []
     for row in table:
         times = [v.first_detection_s for v in verdicts if v.first_detection_s is not None
-                 and (v.config.system, v.config.truncation, v.config.faults) == (row.system, row.truncation, row.faults)]
+                 and (v.config.system, v.config.truncation, v.config.faults)
+                 == (row.system, row.truncation, row.faults)]
         labels.append(f"{row.system} {row.truncation}\n{row.faults}")
         samples.append(times)
     fig, ax = plt.subplots(figsize=(max(6.0, 1.3 * len(labels)), 4.2))

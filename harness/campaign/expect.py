@@ -114,8 +114,8 @@ def check_rules(where: str, rules: Sequence[Rule], specs: Sequence[Mapping[str, 
                 raise BadInput(f"{where}: [[expect]] rule {rule.expectation.rule}: {key!r} is not a run setting "
                                "(docs/RUN.md lists them; sections dotted, e.g. \"nemesis.faults\")")
         if specs and not any(rule.matches(spec) for spec in specs):
-            raise BadInput(f"{where}: [[expect]] rule {rule.expectation.rule} "
-                           f"({', '.join(f'{k} = {list(v) if len(v) > 1 else v[0]!r}' for k, v in rule.match.items())}) "
+            match = ", ".join(f"{k} = {list(v) if len(v) > 1 else v[0]!r}" for k, v in rule.match.items())
+            raise BadInput(f"{where}: [[expect]] rule {rule.expectation.rule} ({match}) "
                            "matches no run of the campaign: check its values against [base], [matrix] and [[cases]]")
 
 

@@ -178,7 +178,8 @@ class _State:
             line += f": {fields['error']}"
         self.say(line + f"; {seconds:.1f} s")
         if status == "surprise" and fields.get("run_dir"):
-            self.say(f"  replay it: fencepost replay {fields['run_dir']}; reduce it: fencepost shrink {fields['run_dir']}")
+            self.say(f"  replay it: fencepost replay {fields['run_dir']}; "
+                     f"reduce it: fencepost shrink {fields['run_dir']}")
         if self.options.until_failure and status in ("surprise", "crashed"):
             self.stop = True
             self.say("--until-failure: stopping at this run's unexpected result")

@@ -34,8 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     start = actions.add_parser("start", help="inject one fault and leave it in place",
                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=examples(EXAMPLES[:2]))
     start.add_argument("fault", metavar="FAULT",
-                       help="partition, pause, kill, power-cut, leader-bounce, zombie, fast-leader-change, kip101-divergence or "
-                            "last-replica-standing (NAME[:TARGET] works too)")
+                       help="partition, pause, kill, power-cut, leader-bounce, zombie, fast-leader-change, "
+                            "kip101-divergence or last-replica-standing (NAME[:TARGET] works too)")
     start.add_argument("--target", choices=sorted({*PARTITION_TARGETS, *PROCESS_TARGETS}),
                        help=f"whom the fault hits: partition {', '.join(PARTITION_TARGETS)}; "
                             f"pause, kill, power-cut {', '.join(PROCESS_TARGETS)}")

@@ -50,8 +50,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "the lazy filesystem, so a power cut loses what was not fsynced (default os; lazy "
                              "with power-cut and the durability scenarios)")
     parser.add_argument("--nemesis", metavar="FAULTS",
-                        help="faults, e.g. kill,pause,partition:majorities-ring, leader-bounce, zombie, fast-leader-change, "
-                             "power-cut, kip101-divergence, last-replica-standing; none for none")
+                        help="faults, e.g. kill,pause,partition:majorities-ring, leader-bounce, zombie, "
+                             "fast-leader-change, power-cut, kip101-divergence, last-replica-standing; none for none")
     parser.add_argument("--nemesis-schedule", choices=SCHEDULES,
                         help="when faults happen (default random; scripted: the script from --config)")
     parser.add_argument("--nemesis-interval", type=float, metavar="S", help="seconds between faults (default 10)")

@@ -77,7 +77,8 @@ def run(args: argparse.Namespace) -> int:
         return (invalidating(outcome.run_dir) if outcome.check is not None else {}), str(outcome.run_dir)
 
     seed = int(test.get("seed") or 0)
-    shrinker = Shrinker(run_script, kind, seed, args.tries, args.max_runs, say=lambda line: print(line, file=sys.stderr))
+    shrinker = Shrinker(run_script, kind, seed, args.tries, args.max_runs,
+                        say=lambda line: print(line, file=sys.stderr))
     start = Candidate(tuple(units), time_limit)
     print(f"shrink {args.run_dir}: keeping {kind}; {start.describe()}", file=sys.stderr)
     try:

@@ -79,7 +79,8 @@ def print_trace(trace, run_dir: Path, out) -> None:
               file=out)
         for replica in final.replicas:
             hw = replica.high_watermark
-            below = "" if hw is None else (" (offset below it: committed)" if offset < hw else " (offset at or above it)")
+            below = ("" if hw is None
+                     else " (offset below it: committed)" if offset < hw else " (offset at or above it)")
             print(f"  {printable(str(replica.node), False):<12} {_held(replica.value, target.value)}, leader epoch "
                   f"{'-' if replica.epoch is None else replica.epoch}, high watermark "
                   f"{'-' if hw is None else hw}{below}, log end {replica.log_end_offset}", file=out)

@@ -43,7 +43,9 @@ document.addEventListener("DOMContentLoaded", function () {
   var box = document.getElementById("filters");
   var selects = {};
   function campaignName(run) { return run.campaign || ""; }
-  function value(run, key) { return key === "campaign" ? campaignName(run) : String(run[key] === null ? "" : run[key]); }
+  function value(run, key) {
+    return key === "campaign" ? campaignName(run) : String(run[key] === null ? "" : run[key]);
+  }
   filters.forEach(function (key) {
     var values = Array.from(new Set(data.runs.map(function (r) { return value(r, key); }))).sort();
     var label = document.createElement("label");
@@ -164,7 +166,8 @@ def _runs(runs: list[RunInfo]) -> str:
         campaign = _row(r)["campaign"]
         where = f"{esc(campaign)}: {esc(r.run_id)}" if r.run_id else esc(r.test)
         rows.append(f'<tr class="run row-{esc(word)}" data-run="{esc(r.relative)}" data-verdict="{esc(r.verdict)}">'
-                    f'<td class="verdict-cell">{esc(r.verdict)}</td><td class="when">{esc(format_time(r.started_at))}</td>'
+                    f'<td class="verdict-cell">{esc(r.verdict)}</td>'
+                    f'<td class="when">{esc(format_time(r.started_at))}</td>'
                     f"<td>{esc(r.system)}</td><td>{esc(r.release)}</td><td>{esc(r.truncation)}</td>"
                     f"<td>{esc(r.faults)}</td><td>{where}</td>"
                     f'<td><a class="files" href="{href(r.relative + "/")}">{esc(r.name)}</a></td>'

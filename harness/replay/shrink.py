@@ -158,7 +158,8 @@ class Shrinker:
                 hold = unit.entries[-1].at - unit.entries[0].at
                 if hold / 2 < MIN_HOLD_S:
                     break
-                shorter = Unit((*unit.entries[:-1], replace(unit.entries[-1], at=round(unit.entries[0].at + hold / 2, 3))))
+                last = replace(unit.entries[-1], at=round(unit.entries[0].at + hold / 2, 3))
+                shorter = Unit((*unit.entries[:-1], last))
                 trial = replace(best, units=(*best.units[:i], shorter, *best.units[i + 1:]))
                 if not self.reproduces(trial):
                     break

@@ -1,7 +1,7 @@
 """What every plot of the report shares: figures drawn with matplotlib's Agg canvas
 (no pyplot, so no global figure state), the colours of op types and fault kinds
-(colours.py, shared with the HTML pages), the nemesis shading (Jepsen's style: a band per fault from its start to its stop,
-a legend entry per kind), the time axis in seconds, PNG output, and the
+(colours.py, shared with the HTML pages), the nemesis shading (Jepsen's style: a band per fault from its
+start to its stop, a legend entry per kind), the time axis in seconds, PNG output, and the
 placeholder drawn when there is nothing to plot.
 """
 from __future__ import annotations

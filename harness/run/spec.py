@@ -191,7 +191,8 @@ def build_spec(config: Mapping[str, Any], overrides: Mapping[str, Any]) -> TestS
 def _unknown(data: Mapping[str, Any], known: Mapping[str, Any], where: str) -> None:
     extra = sorted(set(data) - set(known))
     if extra:
-        raise BadInput(f"unknown setting {where}{extra[0]}: the settings{' of [' + where.rstrip('.') + ']' if where else ''} "
+        of = f" of [{where.rstrip('.')}]" if where else ""
+        raise BadInput(f"unknown setting {where}{extra[0]}: the settings{of} "
                        f"are {', '.join(known)}")
 
 
@@ -272,7 +273,8 @@ def _checked(spec: TestSpec) -> TestSpec:
     need(spec.truncation in TRUNCATIONS, f"truncation = {spec.truncation!r}: choose one of {', '.join(TRUNCATIONS)}")
     need(spec.flush in FLUSHES, f"flush = {spec.flush!r}: choose one of {', '.join(FLUSHES)}")
     need(1 <= spec.nodes <= MAX_NODES, f"nodes = {spec.nodes}: give 1..{MAX_NODES} brokers")
-    need(0 < spec.time_limit <= MAX_SECONDS, f"time_limit = {spec.time_limit:g}: give seconds > 0, at most {MAX_SECONDS:g}")
+    need(0 < spec.time_limit <= MAX_SECONDS,
+         f"time_limit = {spec.time_limit:g}: give seconds > 0, at most {MAX_SECONDS:g}")
     need(1 / MAX_SECONDS <= spec.rate <= MAX_RATE,
          f"rate = {spec.rate:g}: give operations per second > 0 (from {1 / MAX_SECONDS:.2g} to {MAX_RATE:g})")
     need(1 <= spec.concurrency <= MAX_PROCESSES,
@@ -284,7 +286,8 @@ def _checked(spec: TestSpec) -> TestSpec:
     need(1 <= t.replication_factor <= spec.nodes,
          f"topic.replication_factor = {t.replication_factor}: give 1..{spec.nodes} (the number of brokers)")
     need(1 <= t.min_insync_replicas <= t.replication_factor,
-         f"topic.min_insync_replicas = {t.min_insync_replicas}: give 1..{t.replication_factor} (the replication factor)")
+         f"topic.min_insync_replicas = {t.min_insync_replicas}: "
+         f"give 1..{t.replication_factor} (the replication factor)")
     n = spec.nemesis
     need(n.schedule in SCHEDULES, f"nemesis.schedule = {n.schedule!r}: choose one of {', '.join(SCHEDULES)}")
     need(0 < n.interval <= MAX_SECONDS, f"nemesis.interval = {n.interval:g}: give seconds > 0, at most {MAX_SECONDS:g}")
@@ -322,7 +325,8 @@ def _checked(spec: TestSpec) -> TestSpec:
     need(1 <= k.debug_lines <= 10_000_000, f"clients.debug_lines = {k.debug_lines}: give 1..10000000 lines per client")
     for phase in fields(PhaseTimeouts):
         seconds = getattr(spec.timeouts, phase.name)
-        need(0 < seconds <= MAX_SECONDS, f"timeouts.{phase.name} = {seconds:g}: give seconds > 0, at most {MAX_SECONDS:g}")
+        need(0 < seconds <= MAX_SECONDS,
+             f"timeouts.{phase.name} = {seconds:g}: give seconds > 0, at most {MAX_SECONDS:g}")
     _check_nemesis(spec)
     _check_system(spec)
     _check_checker(spec)

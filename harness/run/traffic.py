@@ -6,8 +6,8 @@ the caller's thread, `stop()` from any thread, `counts()` for the progress line,
 `recover(timeout)` after the final heal (the traffic goes on, client crashes off, until
 every partition has acknowledged a write since and the consumers have read what was
 acknowledged before it, or the timeout), `close(timeout)` when the traffic is over
-(sends without a delivery report by then are recorded `info`). `write_final_reads` adds the final reads to final.jsonl whole or not
-at all (harness/rundir/final.py).
+(sends without a delivery report by then are recorded `info`). `write_final_reads` adds the final reads to
+final.jsonl whole or not at all (harness/rundir/final.py).
 """
 from __future__ import annotations
 

@@ -223,7 +223,8 @@ class FinalReader:
                         held = _too_long()
                         continue
                     self.torn = line
-                    problems.warning(f"{where}:{number}: the last line is ignored: {TORN.replace('the operation', 'what')}")
+                    torn = TORN.replace('the operation', 'what')
+                    problems.warning(f"{where}:{number}: the last line is ignored: {torn}")
                     break
                 try:
                     d = loads(line)

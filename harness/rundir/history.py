@@ -736,7 +736,8 @@ def _poll_record_error(records: list) -> str:
             return _expect(f"value.records[{n}]", record, "an object")
         for name, kind, what in (("topic", str, "a string"), ("partition", int, "an integer"),
                                  ("offset", int, "an integer"), ("value", str, "a string")):
-            if type(record.get(name)) is not kind or (kind is int and not (_offset if name == "offset" else _int)(record[name])):
+            in_range = _offset if name == "offset" else _int
+            if type(record.get(name)) is not kind or (kind is int and not in_range(record[name])):
                 return _expect_int(f"value.records[{n}].{name}", record.get(name), what)
         epoch = record.get("leader_epoch")
         if epoch is not None and not _int(epoch):
