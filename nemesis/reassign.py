@@ -46,7 +46,8 @@ class ReassignFault(Fault):
         if self.moved is None:
             return
         partition, before = self.moved
-        with recorded(ctx.recorder, fault_ops("reassign")[1], {"topic": ctx.topic, "partition": partition, "to": before}):
+        back = {"topic": ctx.topic, "partition": partition, "to": before}
+        with recorded(ctx.recorder, fault_ops("reassign")[1], back):
             ctx.cluster.reassign(ctx.topic, partition, before, ctx.timeout)
         self.moved = None
 

@@ -17,14 +17,14 @@ undone, recorded, also when a step failed).
   refetch); kill -9 G; wait for F to lead; heal; start L and G; wait until both are in
   the ISR. That needs partitions and RF >= 3.
 - `zombie` (KAFKA-6880, KIP-320): first wait until writes to the partition are being
-  acknowledged (as fast-leader-change does: the bug needs records in flight); Z, a random follower in the ISR (where the controller is a
-  broker: not the controller, and L the partition's preferred replica), is cut off from the
-  control plane only (it still reaches L and the other brokers); wait until Z is fenced
+  acknowledged (as fast-leader-change does: the bug needs records in flight); Z, a random follower in the
+  ISR (where the controller is a broker: not the controller, and L the partition's preferred replica), is
+  cut off from the control plane only (it still reaches L and the other brokers); wait until Z is fenced
   (out of the ISR, or a new leader epoch: the controller bumps it when it drops Z, and
-  before Kafka 2.1 the leader may take a still-fetching Z back in at once); pause the other followers (where the controller is a broker: only L's
-  successor, so that the controller is never paused) for `hold` seconds (writes L takes
-  then reach Z, never the successor), stop L cleanly (controlled shutdown: leadership moves
-  to the paused successor) and resume them as soon as a leader other than L and Z is named
+  before Kafka 2.1 the leader may take a still-fetching Z back in at once); pause the other followers
+  (where the controller is a broker: only L's successor, so that the controller is never paused) for
+  `hold` seconds (writes L takes then reach Z, never the successor), stop L cleanly (controlled shutdown:
+  leadership moves to the paused successor) and resume them as soon as a leader other than L and Z is named
   (at most HANDOVER_WAIT_S later; not when L has exited, which on Kafka takes longer than a
   ZooKeeper session); wait for the new leader L2; start L, wait until it is in the ISR;
   stop L2 (leadership moves again), wait for a leader, start L2, wait until it is in the
@@ -156,7 +156,8 @@ class Scenario(Fault):
             if member and (why := ctx.cluster.recovery.not_rejoining(node, ctx.topic, view.partition)):
                 raise NotRejoining(f"{ctx.topic}-{view.partition}: {why}")
             return False
-        value = {"partition": self.partition, "node": node, "in_isr": member} | ({"registered": True} if registered else {})
+        value = ({"partition": self.partition, "node": node, "in_isr": member}
+                 | ({"registered": True} if registered else {}))
         with self._step(ctx, "await-isr", value) as op:
             view = ctx.await_view(self.partition, reached, what)
             op.value = {**op.value, **view_json(view)}
@@ -347,7 +348,8 @@ class Zombie(Scenario):
         """Until the controller has fenced Z: Z out of the ISR, or a new leader epoch (Kafka's
         controller bumps it when it drops a replica; before 2.1 the leader may take a zombie that
         still fetches back into the ISR within a moment, KAFKA-7128)."""
-        with self._step(ctx, "await-fenced", {"partition": self.partition, "node": zombie, "leader_epoch": epoch}) as op:
+        fenced = {"partition": self.partition, "node": zombie, "leader_epoch": epoch}
+        with self._step(ctx, "await-fenced", fenced) as op:
             view = ctx.await_view(self.partition, lambda v: zombie not in v.isr or v.leader_epoch > epoch,
                                   f"{zombie} fenced (out of the ISR, or a leader epoch after {epoch})")
             op.value = {**op.value, **view_json(view)}

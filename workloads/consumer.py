@@ -552,7 +552,8 @@ class ConsumerWorkload:
 
     def client_logs(self) -> list[tuple[Path, list[str]]]:
         """The client logs written so far: (file, why each flush was made), by process."""
-        return [(c.log.path, list(c.log.flushes)) for c in self._clients.values() if c.log is not None and c.log.flushed]
+        return [(c.log.path, list(c.log.flushes)) for c in self._clients.values()
+                if c.log is not None and c.log.flushed]
 
     def close(self, timeout: float) -> None:
         """Close every consumer (a subscribed one leaves its group). Idempotent."""

@@ -362,7 +362,8 @@ def provision(cluster: str, nodes: Sequence[str], workdir: Path,
                                  "filesystem's daemon in the containers runs this machine's build and libfuse3, which "
                                  "the default image mounts: leave image= out")
     client = connect()
-    taken = [c.name for c in labelled_containers(client, cluster)] + [n.name for n in labelled_networks(client, cluster)]
+    taken = ([c.name for c in labelled_containers(client, cluster)]
+             + [n.name for n in labelled_networks(client, cluster)])
     if taken:
         raise ClusterConfigError(f"cluster {cluster} has docker objects already ({', '.join(taken)}): "
                                  "take it down (fencepost cluster down) or remove leftovers with "

@@ -281,7 +281,8 @@ def cleanup(clusters: Collection[str] = ()) -> list[str]:
             removed.append(f"link {name}")
     for namespace in ours:
         if network.delete_namespace(namespace):
-            removed.append(f"namespace {namespace}" + (f" (killed pids {killed[namespace]})" if killed[namespace] else ""))
+            removed.append(f"namespace {namespace}"
+                           + (f" (killed pids {killed[namespace]})" if killed[namespace] else ""))
     for rule in network.our_rules():
         if network.owned_rule(rule, clusters) and network.delete_rule(rule):
             removed.append(f"iptables rule {' '.join(rule)}")
