@@ -24,7 +24,7 @@ import orjson
 
 from fencepost.clusters import Cluster, ClusterConfigError, ClusterSpec, HostError, TopicSpec
 from fencepost.harness.check.checking import CheckOutcome, check_run
-from fencepost.harness.errors import EXIT_CRASH, BadInput
+from fencepost.harness.errors import EXIT_CRASH, EXIT_UNKNOWN, BadInput
 from fencepost.harness.processes.interrupts import sigterm_as_interrupt
 from fencepost.harness.provenance import versions
 from fencepost.harness.run.progress import Progress, Status
@@ -34,8 +34,9 @@ from fencepost.harness.rundir.atomic import write_atomically
 from fencepost.harness.rundir.final import add_final_lines
 from fencepost.harness.rundir.history import HistoryWriter, Recorder
 from fencepost.harness.rundir.names import CLIENTS_DIR, FINAL_FILE, HISTORY_FILE, LOG_FILE, NODES_DIR, TEST_FILE
-from fencepost.harness.rundir.record import verdict_word
+from fencepost.harness.rundir.record import timings_text, verdict_word
 from fencepost.harness.rundir.store import close_logger, new_run_dir, run_logger
+from fencepost.nemesis import HealGuard, Nemesis, make_schedule
 
 MAIN_GRACE_S = 30.0  # the nemesis may finish the action in progress after the time limit
 HALTING_STOP_S = 2.0  # a broker that logged it is halting: SIGTERM, then SIGKILL after this
@@ -53,11 +54,11 @@ class RunOutcome:
 
     @property
     def exit_code(self) -> int:
-        """docs/FORMATS.md, exit codes; a harness part that crashed (the nemesis) makes it 255 whatever the verdict of
-        the history: the run did not do what was asked."""
+        """docs/FORMATS.md, exit codes; a harness part that crashed (the nemesis) makes it 255
+        whatever the verdict of the history: the run did not do what was asked."""
         if self.failures:
             return EXIT_CRASH
-        return self.check.exit_code if self.check is not None else 2
+        return self.check.exit_code if self.check is not None else EXIT_UNKNOWN
 
 
 class RunError(RuntimeError):
@@ -88,7 +89,8 @@ def _run_test(spec: TestSpec, progress: Progress) -> RunOutcome:
             cluster = _setup(spec, run_dir, progress, log)
             _record_provenance(spec, cluster, run_dir, log)
             try:
-                _main_heal_and_final_reads(spec, cluster, recorder, run_dir, progress, log, outcome, started)
+                _main_heal_and_final_reads(RunContext(spec, cluster, recorder, run_dir, progress, log,
+                                                      outcome, started))
             finally:
                 _teardown(cluster, run_dir, progress, log, outcome)
         progress.phase("check")
@@ -114,7 +116,7 @@ def verdict_text(check: CheckOutcome | None) -> str:
 def verdict_line(outcome: RunOutcome) -> str:
     """What fencepost.log says at the end of a run, in words: `verdict: invalid (lost-write 3,
     ...); timings: run to first op 1.7 s, ...; problems: none`."""
-    timings = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in outcome.timings.items())
+    timings = timings_text(outcome.timings)
     problems = "; ".join(outcome.problems) if outcome.problems else "none"
     return f"verdict: {verdict_text(outcome.check)}; timings: {timings or 'none'}; problems: {problems}"
 
@@ -164,97 +166,163 @@ def run_nemesis(nemesis: Any, duration: float, log: logging.Logger, crashes: lis
         log.exception("the nemesis crashed; its faults stop here")
 
 
-def _main_heal_and_final_reads(spec: TestSpec, cluster: Cluster, recorder: Recorder, run_dir: Path,
-                               progress: Progress, log: logging.Logger, outcome: RunOutcome,
-                               started: float) -> None:
-    from fencepost.nemesis import HealGuard, Nemesis, make_schedule
+@dataclass
+class RunContext:
+    """What every phase after setup works with: the spec, the cluster, the history's recorder,
+    the run directory, the progress display, the run's log and the outcome being filled in."""
+    spec: TestSpec
+    cluster: Cluster
+    recorder: Recorder
+    run_dir: Path
+    progress: Progress
+    log: logging.Logger
+    outcome: RunOutcome
+    started: float  # monotonic time the run began
 
+    @property
+    def topic(self) -> str:
+        return self.spec.topic.name
+
+
+def _main_heal_and_final_reads(run: RunContext) -> None:
+    """Main, heal, recover, quiesce, final reads and the replica logs, in that order."""
+    nemesis = _make_nemesis(run)
+    partitions = run.cluster.partitions(run.topic)
+    traffic = start_traffic(run.spec, run.cluster.bootstrap, run.recorder, partitions,
+                            client_logs=run.run_dir / CLIENTS_DIR)
+    crashes = _main_and_heal(run, traffic, nemesis)
+    _finish_halting(run.cluster, run.outcome, run.log)
+    if nemesis is not None or run.spec.clients.crash_interval:  # faults, or clients crashed: let them recover
+        _recover(run, traffic)
+    for crash in crashes:
+        run.outcome.failures.append(f"the nemesis crashed: {type(crash).__name__}: {crash}; its faults stopped "
+                                    f"there (healed as usual; the traceback is in {LOG_FILE})")
+        run.outcome.problems.append(run.outcome.failures[-1])
+    if nemesis is not None and nemesis.errors:
+        run.outcome.problems += [f"nemesis: {e}" for e in nemesis.errors]
+    _close_traffic(run, traffic)
+    _finish_halting(run.cluster, run.outcome, run.log)
+    _quiesce(run)
+    reads = _final_reads(run, partitions)
+    _replica_logs(run, reads)
+
+
+def _make_nemesis(run: RunContext) -> Nemesis | None:
+    """The run's nemesis, or None for a run without faults."""
+    spec = run.spec
+    if not spec.faults and spec.nemesis.schedule != "scripted":
+        return None
     try:
-        nemesis = (Nemesis(cluster, make_schedule(spec.nemesis.schedule, spec.faults, spec.nemesis.interval,
-                                                  list(spec.nemesis.script) or None),
-                           recorder, seed=spec.seed, topic=spec.topic.name, timeout=spec.timeouts.heal,
-                           group=spec.consumer.group, netem=dict(spec.nemesis.netem))
-                   if spec.faults or spec.nemesis.schedule == "scripted" else None)
+        schedule = make_schedule(spec.nemesis.schedule, spec.faults, spec.nemesis.interval,
+                                 list(spec.nemesis.script) or None)
+        return Nemesis(run.cluster, schedule, run.recorder, seed=spec.seed, topic=run.topic,
+                       timeout=spec.timeouts.heal, group=spec.consumer.group, netem=dict(spec.nemesis.netem))
     except ClusterConfigError as e:
         raise BadInput(str(e)) from None
-    partitions = cluster.partitions(spec.topic.name)
-    traffic = start_traffic(spec, cluster.bootstrap, recorder, partitions, client_logs=run_dir / CLIENTS_DIR)
-    heal = nemesis.heal if nemesis is not None else (lambda: cluster.heal(spec.timeouts.heal))
+
+
+def _main_and_heal(run: RunContext, traffic: Traffic, nemesis: Nemesis | None) -> list[BaseException]:
+    """The main phase, traffic and nemesis side by side for the time limit, then heal (always,
+    HealGuard); the nemesis's crashes, if it had any."""
+    spec, outcome = run.spec, run.outcome
+    heal = nemesis.heal if nemesis is not None else (lambda: run.cluster.heal(spec.timeouts.heal))
+    crashes: list[BaseException] = []
     with HealGuard(heal) as guard:
-        progress.phase("main")
+        run.progress.phase("main")
         main_started = time.monotonic()
-        outcome.timings["run to first op"] = main_started - started
+        outcome.timings["run to first op"] = main_started - run.started
         worker = None
-        crashes: list[BaseException] = []
         if nemesis is not None:
-            worker = threading.Thread(target=run_nemesis, args=(nemesis, spec.time_limit, log, crashes),
+            worker = threading.Thread(target=run_nemesis, args=(nemesis, spec.time_limit, run.log, crashes),
                                       name="nemesis", daemon=True)
             worker.start()
-        progress.start(lambda: _status(traffic, nemesis, main_started, spec.time_limit))
+        run.progress.start(lambda: _status(traffic, nemesis, main_started, spec.time_limit))
         try:
             traffic.run(spec.time_limit)
         finally:
-            progress.stop()
-            if nemesis is not None:
+            run.progress.stop()
+            if nemesis is not None and worker is not None:
                 nemesis.stop()
                 worker.join(spec.timeouts.heal * 4 + MAIN_GRACE_S)
             outcome.last_op_at = time.monotonic()
-            progress.phase("heal")
-    log.info("healed: %s", guard.result)
-    _finish_halting(cluster, outcome, log)
-    if nemesis is not None or spec.clients.crash_interval:  # faults, or clients crashed: let them recover
-        progress.phase("recover")
-        began = time.monotonic()
-        recovered, hopeless = traffic.recover(
-            spec.timeouts.quiesce,
-            lambda pending: cluster.recovery.unrecoverable(spec.topic.name, pending, spec.topic.min_insync_replicas,
-                                                  spec.topic.unclean_leader_election))
-        log.info("recovery after the final heal: %s in %.1f s%s", "done" if recovered else "not done",
+            run.progress.phase("heal")
+    run.log.info("healed: %s", guard.result)
+    return crashes
+
+
+def _recover(run: RunContext, traffic: Traffic) -> None:
+    """Traffic goes on after the final heal until every partition took a write and the consumers
+    caught up, or one partition can never recover, or the quiesce timeout."""
+    spec, topic = run.spec, run.spec.topic
+    run.progress.phase("recover")
+    began = time.monotonic()
+    recovered, hopeless = traffic.recover(
+        spec.timeouts.quiesce,
+        lambda pending: run.cluster.recovery.unrecoverable(topic.name, pending, topic.min_insync_replicas,
+                                                           topic.unclean_leader_election))
+    run.log.info("recovery after the final heal: %s in %.1f s%s", "done" if recovered else "not done",
                  time.monotonic() - began, f" ({hopeless})" if hopeless else "")
-        if hopeless:
-            outcome.problems.append(f"recovery: ended at once: {hopeless} (results.json's liveness section "
+    if hopeless:
+        run.outcome.problems.append(f"recovery: ended at once: {hopeless} (results.json's liveness section "
                                     "says which partitions did not recover)")
-        elif not recovered:
-            outcome.problems.append(f"recovery: within {spec.timeouts.quiesce:g} s of the final heal, not every "
+    elif not recovered:
+        run.outcome.problems.append(f"recovery: within {spec.timeouts.quiesce:g} s of the final heal, not every "
                                     "partition acknowledged a write or the consumers did not catch up "
                                     "(results.json's liveness section says which)")
-    for crash in crashes:
-        outcome.failures.append(f"the nemesis crashed: {type(crash).__name__}: {crash}; its faults stopped there "
-                                f"(healed as usual; the traceback is in {LOG_FILE})")
-        outcome.problems.append(outcome.failures[-1])
-    if nemesis is not None and nemesis.errors:
-        outcome.problems += [f"nemesis: {e}" for e in nemesis.errors]
-    traffic.close(spec.timeouts.final_read)
-    if traffic.consumer is not None and traffic.consumer.client_log_lines():
-        log.info("client log lines (kept in rings, written only for a client in trouble): %s",
-                 traffic.consumer.client_log_lines())
-    for path, whys in traffic.consumer.client_logs() if traffic.consumer is not None else ():
-        log.warning("client log %s: %s", path.relative_to(run_dir), "; ".join(whys))
-    _finish_halting(cluster, outcome, log)
-    progress.phase("quiesce")
+
+
+def _close_traffic(run: RunContext, traffic: Traffic) -> None:
+    """The clients closed; the client logs kept for a client in trouble named in the run's log."""
+    traffic.close(run.spec.timeouts.final_read)
+    consumer = traffic.consumer
+    if consumer is None:
+        return
+    if consumer.client_log_lines():
+        run.log.info("client log lines (kept in rings, written only for a client in trouble): %s",
+                     consumer.client_log_lines())
+    for path, whys in consumer.client_logs():
+        run.log.warning("client log %s: %s", path.relative_to(run.run_dir), "; ".join(whys))
+
+
+def _quiesce(run: RunContext) -> None:
+    """Until every partition has a leader and a full ISR; a timeout is a problem, not the end: the
+    reads go on, and an incomplete one makes the verdict unknown."""
+    run.progress.phase("quiesce")
     try:
-        cluster.recovery.wait_for_full_isr(spec.topic.name, spec.timeouts.quiesce)
+        run.cluster.recovery.wait_for_full_isr(run.topic, run.spec.timeouts.quiesce)
     except HostError as e:
-        outcome.problems.append(f"quiesce: {e}")  # the reads go on: an incomplete one makes the verdict unknown
-        log.warning("quiesce: %s", e)
-    progress.phase("final reads")
+        run.outcome.problems.append(f"quiesce: {e}")
+        run.log.warning("quiesce: %s", e)
+
+
+def _final_reads(run: RunContext, partitions: list[int]) -> int:
+    """Every partition read from the start by a fresh consumer into final.jsonl (those no broker
+    can lead again left out, with the reason); the lines written."""
+    run.progress.phase("final reads")
     began = time.monotonic()
-    offline = cluster.recovery.offline(spec.topic.name, partitions, spec.topic.unclean_leader_election)
+    offline = run.cluster.recovery.offline(run.topic, partitions, run.spec.topic.unclean_leader_election)
     for why in offline.values():
-        log.warning("final reads: not asked for: %s", why)
-    reads = write_final_reads(spec, cluster.bootstrap, partitions, run_dir / FINAL_FILE, offline)
-    log.info("final reads: %d lines in %.1f s", reads, time.monotonic() - began)
+        run.log.warning("final reads: not asked for: %s", why)
+    reads = write_final_reads(run.spec, run.cluster.bootstrap, partitions, run.run_dir / FINAL_FILE, offline)
+    run.log.info("final reads: %d lines in %.1f s", reads, time.monotonic() - began)
+    return reads
+
+
+def _replica_logs(run: RunContext, reads: int) -> None:
+    """The brokers stopped cleanly, side by side, then every replica's on-disk log appended to
+    final.jsonl."""
+    cluster, timeouts = run.cluster, run.spec.timeouts
     with ThreadPoolExecutor(max_workers=len(cluster.broker_nodes) or 1) as pool:  # side by side: each takes seconds
-        for problem in pool.map(lambda node: _stop_broker(cluster, node, spec.timeouts.teardown, log),
+        for problem in pool.map(lambda node: _stop_broker(cluster, node, timeouts.teardown, run.log),
                                 cluster.broker_nodes):
             if problem:
-                outcome.problems.append(problem)
+                run.outcome.problems.append(problem)
     began = time.monotonic()
-    lines, problems = cluster.replica_log_lines(spec.timeouts.final_read)
-    log.info("replica logs read in %.1f s", time.monotonic() - began)
-    outcome.problems += [f"replica dump of {p}" for p in problems]
-    add_final_lines(run_dir / FINAL_FILE, lines)
-    log.info("final.jsonl: %d final-read lines, %d replica lines", reads, len(lines))
+    lines, problems = cluster.replica_log_lines(timeouts.final_read)
+    run.log.info("replica logs read in %.1f s", time.monotonic() - began)
+    run.outcome.problems += [f"replica dump of {p}" for p in problems]
+    add_final_lines(run.run_dir / FINAL_FILE, lines)
+    run.log.info("final.jsonl: %d final-read lines, %d replica lines", reads, len(lines))
 
 
 def _finish_halting(cluster: Cluster, outcome: RunOutcome, log: logging.Logger) -> None:
