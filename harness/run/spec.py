@@ -263,77 +263,101 @@ def _defaults_filled(spec: TestSpec, faults_given: bool) -> TestSpec:
 
 
 
+def _need(ok: bool, message: str) -> None:
+    if not ok:
+        raise BadInput(message)
+
+
 def _checked(spec: TestSpec) -> TestSpec:
-    def need(ok: bool, message: str) -> None:
-        if not ok:
-            raise BadInput(message)
-    problem = name_problem(spec.name)
-    need(problem is None, f"name = {_shown(spec.name)}: {problem} (a test's runs go in RESULTS/NAME/)")
-    need(spec.backend in BACKENDS, f"backend = {spec.backend!r}: choose one of {', '.join(BACKENDS)}")
-    need(spec.truncation in TRUNCATIONS, f"truncation = {spec.truncation!r}: choose one of {', '.join(TRUNCATIONS)}")
-    need(spec.flush in FLUSHES, f"flush = {spec.flush!r}: choose one of {', '.join(FLUSHES)}")
-    need(1 <= spec.nodes <= MAX_NODES, f"nodes = {spec.nodes}: give 1..{MAX_NODES} brokers")
-    need(0 < spec.time_limit <= MAX_SECONDS,
-         f"time_limit = {spec.time_limit:g}: give seconds > 0, at most {MAX_SECONDS:g}")
-    need(1 / MAX_SECONDS <= spec.rate <= MAX_RATE,
-         f"rate = {spec.rate:g}: give operations per second > 0 (from {1 / MAX_SECONDS:.2g} to {MAX_RATE:g})")
-    need(1 <= spec.concurrency <= MAX_PROCESSES,
-         f"concurrency = {spec.concurrency}: give 1..{MAX_PROCESSES} producer processes")
-    t = spec.topic
-    need(bool(TOPIC_NAME.fullmatch(t.name)) and t.name not in (".", ".."),
-         f"topic.name = {t.name!r}: a Kafka topic name is 1..249 of letters, digits, '.', '_' and '-'")
-    need(1 <= t.partitions <= MAX_PARTITIONS, f"topic.partitions = {t.partitions}: give 1..{MAX_PARTITIONS}")
-    need(1 <= t.replication_factor <= spec.nodes,
-         f"topic.replication_factor = {t.replication_factor}: give 1..{spec.nodes} (the number of brokers)")
-    need(1 <= t.min_insync_replicas <= t.replication_factor,
-         f"topic.min_insync_replicas = {t.min_insync_replicas}: "
-         f"give 1..{t.replication_factor} (the replication factor)")
-    n = spec.nemesis
-    need(n.schedule in SCHEDULES, f"nemesis.schedule = {n.schedule!r}: choose one of {', '.join(SCHEDULES)}")
-    need(0 < n.interval <= MAX_SECONDS, f"nemesis.interval = {n.interval:g}: give seconds > 0, at most {MAX_SECONDS:g}")
-    need(n.schedule != "scripted" or bool(n.script),
-         "nemesis.schedule = \"scripted\" needs [[nemesis.script]] entries (at, action)")
-    p = spec.producer
-    # the ranges librdkafka accepts: outside them the producer refuses to start, mid-run
-    need(0 <= p.retries <= INT32_MAX, f"producer.retries = {p.retries}: give 0..{INT32_MAX}")
-    need(1 <= p.max_in_flight <= 1_000_000, f"producer.max_in_flight = {p.max_in_flight}: give 1..1000000")
-    need(0 <= p.linger_ms <= 900_000, f"producer.linger_ms = {p.linger_ms}: give 0..900000")
-    need(0 <= p.batch_messages <= 1_000_000,
-         f"producer.batch_messages = {p.batch_messages}: give 0 (librdkafka's default) or 1..1000000")
-    need(1 <= p.message_timeout_ms <= INT32_MAX,
-         f"producer.message_timeout_ms = {p.message_timeout_ms}: give milliseconds 1..{INT32_MAX}")
-    need(1 <= p.request_timeout_ms <= 900_000,
-         f"producer.request_timeout_ms = {p.request_timeout_ms}: give milliseconds 1..900000")
-    need(p.partition_choice in PARTITION_CHOICES,
-         f"producer.partition_choice = {p.partition_choice!r}: choose one of {', '.join(PARTITION_CHOICES)}")
-    need(not p.idempotent or p.retries >= 1,
-         "producer.idempotent = true needs producer.retries >= 1 (librdkafka refuses idempotence without retries)")
-    c = spec.consumer
-    need(0 <= c.processes <= MAX_PROCESSES, f"consumer.processes = {c.processes}: give 0..{MAX_PROCESSES}")
-    need(c.mode in CONSUMER_MODES, f"consumer.mode = {c.mode!r}: choose one of {', '.join(CONSUMER_MODES)}")
-    need(bool(c.group) and c.group.isprintable() and len(c.group) <= 249,
-         f"consumer.group = {c.group!r}: give a group name of 1..249 printable characters")
-    need(0 <= c.subscribe_p <= 1, f"consumer.subscribe_p = {c.subscribe_p:g}: give a probability 0..1")
-    need(0 <= c.commit_interval <= MAX_SECONDS,
-         f"consumer.commit_interval = {c.commit_interval:g}: give seconds >= 0 (0: after every poll)")
-    k = spec.clients
-    need(k.producer in PRODUCER_CLIENTS,
-         f"clients.producer = {k.producer!r}: choose one of {', '.join(PRODUCER_CLIENTS)}")
-    need(0 <= k.crash_interval <= MAX_SECONDS,
-         f"clients.crash_interval = {k.crash_interval:g}: give mean seconds between client crashes, 0 for none")
-    need(check_debug(k.debug) is None, f"clients.debug = {k.debug!r}: {check_debug(k.debug)}")
-    need(1 <= k.debug_lines <= 10_000_000, f"clients.debug_lines = {k.debug_lines}: give 1..10000000 lines per client")
+    """The spec, every setting within what the run (and librdkafka) accepts; BadInput names the
+    first that is not, and what to give."""
+    _check_run(spec)
+    _check_topic(spec.topic, spec.nodes)
+    _check_schedule(spec.nemesis)
+    _check_producer(spec.producer)
+    _check_consumer(spec.consumer)
+    _check_clients(spec.clients)
     for phase in fields(PhaseTimeouts):
         seconds = getattr(spec.timeouts, phase.name)
-        need(0 < seconds <= MAX_SECONDS,
-             f"timeouts.{phase.name} = {seconds:g}: give seconds > 0, at most {MAX_SECONDS:g}")
+        _need(0 < seconds <= MAX_SECONDS,
+              f"timeouts.{phase.name} = {seconds:g}: give seconds > 0, at most {MAX_SECONDS:g}")
     _check_nemesis(spec)
     _check_system(spec)
     _check_checker(spec)
     for where, value in _numbers(spec.to_json(), ""):
-        need(INT64_MIN <= value <= INT64_MAX,
-             f"{where} = {value}: give a whole number that fits in 64 bits (test.json holds it)")
+        _need(INT64_MIN <= value <= INT64_MAX,
+              f"{where} = {value}: give a whole number that fits in 64 bits (test.json holds it)")
     return spec
+
+
+def _check_run(spec: TestSpec) -> None:
+    problem = name_problem(spec.name)
+    _need(problem is None, f"name = {_shown(spec.name)}: {problem} (a test's runs go in RESULTS/NAME/)")
+    _need(spec.backend in BACKENDS, f"backend = {spec.backend!r}: choose one of {', '.join(BACKENDS)}")
+    _need(spec.truncation in TRUNCATIONS, f"truncation = {spec.truncation!r}: choose one of {', '.join(TRUNCATIONS)}")
+    _need(spec.flush in FLUSHES, f"flush = {spec.flush!r}: choose one of {', '.join(FLUSHES)}")
+    _need(1 <= spec.nodes <= MAX_NODES, f"nodes = {spec.nodes}: give 1..{MAX_NODES} brokers")
+    _need(0 < spec.time_limit <= MAX_SECONDS,
+          f"time_limit = {spec.time_limit:g}: give seconds > 0, at most {MAX_SECONDS:g}")
+    _need(1 / MAX_SECONDS <= spec.rate <= MAX_RATE,
+          f"rate = {spec.rate:g}: give operations per second > 0 (from {1 / MAX_SECONDS:.2g} to {MAX_RATE:g})")
+    _need(1 <= spec.concurrency <= MAX_PROCESSES,
+          f"concurrency = {spec.concurrency}: give 1..{MAX_PROCESSES} producer processes")
+
+
+def _check_topic(t: TopicSettings, nodes: int) -> None:
+    _need(bool(TOPIC_NAME.fullmatch(t.name)) and t.name not in (".", ".."),
+          f"topic.name = {t.name!r}: a Kafka topic name is 1..249 of letters, digits, '.', '_' and '-'")
+    _need(1 <= t.partitions <= MAX_PARTITIONS, f"topic.partitions = {t.partitions}: give 1..{MAX_PARTITIONS}")
+    _need(1 <= t.replication_factor <= nodes,
+          f"topic.replication_factor = {t.replication_factor}: give 1..{nodes} (the number of brokers)")
+    _need(1 <= t.min_insync_replicas <= t.replication_factor,
+          f"topic.min_insync_replicas = {t.min_insync_replicas}: "
+          f"give 1..{t.replication_factor} (the replication factor)")
+
+
+def _check_schedule(n: NemesisSettings) -> None:
+    _need(n.schedule in SCHEDULES, f"nemesis.schedule = {n.schedule!r}: choose one of {', '.join(SCHEDULES)}")
+    _need(0 < n.interval <= MAX_SECONDS,
+          f"nemesis.interval = {n.interval:g}: give seconds > 0, at most {MAX_SECONDS:g}")
+    _need(n.schedule != "scripted" or bool(n.script),
+          "nemesis.schedule = \"scripted\" needs [[nemesis.script]] entries (at, action)")
+
+
+def _check_producer(p: ProducerSettings) -> None:
+    # the ranges librdkafka accepts: outside them the producer refuses to start, mid-run
+    _need(0 <= p.retries <= INT32_MAX, f"producer.retries = {p.retries}: give 0..{INT32_MAX}")
+    _need(1 <= p.max_in_flight <= 1_000_000, f"producer.max_in_flight = {p.max_in_flight}: give 1..1000000")
+    _need(0 <= p.linger_ms <= 900_000, f"producer.linger_ms = {p.linger_ms}: give 0..900000")
+    _need(0 <= p.batch_messages <= 1_000_000,
+          f"producer.batch_messages = {p.batch_messages}: give 0 (librdkafka's default) or 1..1000000")
+    _need(1 <= p.message_timeout_ms <= INT32_MAX,
+          f"producer.message_timeout_ms = {p.message_timeout_ms}: give milliseconds 1..{INT32_MAX}")
+    _need(1 <= p.request_timeout_ms <= 900_000,
+          f"producer.request_timeout_ms = {p.request_timeout_ms}: give milliseconds 1..900000")
+    _need(p.partition_choice in PARTITION_CHOICES,
+          f"producer.partition_choice = {p.partition_choice!r}: choose one of {', '.join(PARTITION_CHOICES)}")
+    _need(not p.idempotent or p.retries >= 1,
+          "producer.idempotent = true needs producer.retries >= 1 (librdkafka refuses idempotence without retries)")
+
+
+def _check_consumer(c: ConsumerSettings) -> None:
+    _need(0 <= c.processes <= MAX_PROCESSES, f"consumer.processes = {c.processes}: give 0..{MAX_PROCESSES}")
+    _need(c.mode in CONSUMER_MODES, f"consumer.mode = {c.mode!r}: choose one of {', '.join(CONSUMER_MODES)}")
+    _need(bool(c.group) and c.group.isprintable() and len(c.group) <= 249,
+          f"consumer.group = {c.group!r}: give a group name of 1..249 printable characters")
+    _need(0 <= c.subscribe_p <= 1, f"consumer.subscribe_p = {c.subscribe_p:g}: give a probability 0..1")
+    _need(0 <= c.commit_interval <= MAX_SECONDS,
+          f"consumer.commit_interval = {c.commit_interval:g}: give seconds >= 0 (0: after every poll)")
+
+
+def _check_clients(k: ClientSettings) -> None:
+    _need(k.producer in PRODUCER_CLIENTS,
+          f"clients.producer = {k.producer!r}: choose one of {', '.join(PRODUCER_CLIENTS)}")
+    _need(0 <= k.crash_interval <= MAX_SECONDS,
+          f"clients.crash_interval = {k.crash_interval:g}: give mean seconds between client crashes, 0 for none")
+    _need(check_debug(k.debug) is None, f"clients.debug = {k.debug!r}: {check_debug(k.debug)}")
+    _need(1 <= k.debug_lines <= 10_000_000, f"clients.debug_lines = {k.debug_lines}: give 1..10000000 lines per client")
 
 
 NAME_RULE = (f"printable, at most {MAX_NAME} characters and {MAX_NAME_BYTES} bytes in UTF-8, no '/', not starting "
