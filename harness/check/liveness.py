@@ -7,11 +7,11 @@ Findings, by kind:
   itself (clusters/systems/markers.py), read from the run directory's `nodes/<node>/*.log`;
 - `unavailable`: a partition of the topic acknowledged no write for longer than
   `unavailable_s` while no fault explains it — outside every fault band of the history
-  (harness/report/bands.py) and the `grace_s` after each band's end, in the main phase
+  (harness/measures/bands.py) and the `grace_s` after each band's end, in the main phase
   (up to the final heal);
 - `no-recovery`: after the final heal, sends to a partition were invoked and none was
   acknowledged (the run's recovery phase, bounded by the quiesce timeout, gave up);
-- `stuck-consumer`: a consumer whose realtime lag (harness/report/lag.py, the report's own
+- `stuck-consumer`: a consumer whose realtime lag (harness/measures/lag.py, the report's own
   computation) at its last poll exceeds `stuck_lag_s`, where it polled after the final heal
   (or, in a run without faults, at all).
 
@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from fencepost.clusters import fatal_markers
-from fencepost.harness.report.bands import HEAL, Band, NemesisOp, nemesis_bands
-from fencepost.harness.report.clients import client_log
-from fencepost.harness.report.lag import LagSeries, RealtimeLag
+from fencepost.harness.measures.bands import HEAL, Band, NemesisOp, nemesis_bands
+from fencepost.harness.measures.lag import LagSeries, RealtimeLag
+from fencepost.harness.rundir.clients import client_log
 from fencepost.harness.rundir.history import NEMESIS, Op, iter_plain
 from fencepost.harness.rundir.names import HISTORY_FILE, NODES_DIR
 
@@ -237,7 +237,7 @@ def _s(ns: int) -> float:
 
 def describe(section: dict[str, Any], run_dir: Path | None = None) -> list[str]:
     """Lines a person reads: what failed, where, in the system's own words; with `run_dir`, each
-    stuck consumer's client log where there is one (harness/report/clients.py)."""
+    stuck consumer's client log where there is one (harness/rundir/clients.py)."""
     if not section.get("findings"):
         return []
     kinds = section.get("kinds") or {"fatal-marker": section["findings"]}

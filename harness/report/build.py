@@ -13,12 +13,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from fencepost.harness.errors import BadInput, Problems
-from fencepost.harness.report.bands import nemesis_bands
+from fencepost.harness.measures.bands import nemesis_bands
+from fencepost.harness.measures.lag import RealtimeLag
 from fencepost.harness.report.history_data import HistoryColumns
 from fencepost.harness.report.history_viewer import write_history_page
 from fencepost.harness.report.html import render_report
 from fencepost.harness.report.inputs import linked_indices, load_inputs, trace_targets
-from fencepost.harness.report.lag import RealtimeLag
 from fencepost.harness.report.plots import PLOTS_DIR, write_plots
 from fencepost.harness.report.scan import scan_history
 from fencepost.harness.report.timeline import plot_timeline

@@ -1,4 +1,4 @@
-"""The report's links to the client logs (harness/report/clients.py reads them): beside each
+"""The report's links to the client logs (harness/rundir/clients.py reads them): beside each
 stuck-consumer finding, that consumer's log and native stacks, or why it has none; and the
 "Client logs" section, a row per process with a log — stuck, crashed or not closed — saying
 why it was written. Every name and reason is escaped; only files clients.py found inside the
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from fencepost.harness.report.clients import ClientFiles, ClientLog
 from fencepost.harness.report.page import esc, href
+from fencepost.harness.rundir.clients import ClientFiles, ClientLog
 
 
 def consumer_links(clients: ClientFiles, process: Any, debug: str | None) -> str:

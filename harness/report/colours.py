@@ -3,7 +3,7 @@ HTML pages (the timeline, the history viewer) — so an outcome or a fault kind 
 the same everywhere. No matplotlib here: the pages import it too."""
 from __future__ import annotations
 
-from fencepost.harness.report.bands import HEAL, SCENARIO
+from fencepost.harness.measures.bands import HEAL, SCENARIO
 
 # Op outcome colours (as Jepsen's perf plots: ok blue, info orange, fail pink-red).
 TYPE_COLOURS = {"ok": "#4C8BE8", "fail": "#E5396B", "info": "#F5A623"}

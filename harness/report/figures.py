@@ -14,7 +14,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from fencepost.harness.report.bands import SCENARIO, Band
+from fencepost.harness.measures.bands import SCENARIO, Band
 from fencepost.harness.report.colours import fault_colour
 from fencepost.harness.rundir.atomic import atomic_file
 

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from fencepost.harness.report.bands import NemesisOp, pair_actions
+from fencepost.harness.measures.bands import NemesisOp, pair_actions
 from fencepost.harness.report.page import json_script
 from fencepost.harness.report.scan import NO_TIME, ScannedHistory
 from fencepost.harness.rundir.history import NEMESIS, TYPES, Op

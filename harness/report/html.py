@@ -20,17 +20,17 @@ import orjson
 
 from fencepost.checkers.anomaly import DEFINITIONS
 from fencepost.harness.check.premise import describe as describe_premise
-from fencepost.harness.report.bands import Band
+from fencepost.harness.measures.bands import Band
+from fencepost.harness.measures.lag import RealtimeLag
 from fencepost.harness.report.client_links import clients_section, consumer_links
-from fencepost.harness.report.clients import ClientFiles, debug_was
 from fencepost.harness.report.history_viewer import HISTORY_PAGE
 from fencepost.harness.report.inputs import RunInputs, example_targets, node_files, run_files, setting
-from fencepost.harness.report.lag import RealtimeLag
 from fencepost.harness.report.page import IMAGE_CHECK_SCRIPT, esc, href, page, verdict_badge
 from fencepost.harness.report.plots import PlotFile
 from fencepost.harness.report.scan import NO_TIME, ScannedHistory
 from fencepost.harness.report.timeline_page import TIMELINE_PAGE
 from fencepost.harness.report.trace import Target
+from fencepost.harness.rundir.clients import ClientFiles, debug_was
 from fencepost.harness.rundir.record import one_line, op_indices, verdict_word
 from fencepost.harness.rundir.store import format_time, run_started
 
@@ -320,7 +320,8 @@ def _liveness(results: dict[str, Any], clients: ClientFiles, debug: str | None) 
     verdict = section.get("verdict") or ("failed" if section.get("findings") else "ok")
     th = _dict(section.get("thresholds"))
     colour = {"ok": "valid", "failed": "invalid"}.get(verdict, "unknown") if isinstance(verdict, str) else "unknown"
-    parts = [head, f'<p id="liveness-verdict">liveness: <span class="verdict {colour}" data-liveness="{esc(verdict)}">{esc(str(verdict).upper())}'
+    parts = [head, f'<p id="liveness-verdict">liveness: <span class="verdict {colour}" '
+                   f'data-liveness="{esc(verdict)}">{esc(str(verdict).upper())}'
                    f'</span> <span class="muted">&mdash; whether the cluster went on working: a verdict of its '
                    f'own, beside safety, never part of the verdict above</span></p>']
     kinds = _dict(section.get("kinds"))
@@ -406,8 +407,8 @@ def _faults(bands: list[Band]) -> str:
                     f"<td>{esc(what)}</td></tr>")
     more = (f'<p class="muted">... and {len(bands) - FAULTS_LISTED:,} more (the history has them all).</p>'
             if len(bands) > FAULTS_LISTED else "")
-    return (f'<h2 id="faults-section">Faults</h2><details id="faults"><summary>{len(bands):,} fault band(s), as the plots '
-            f'shade them</summary><table><tr><th class="num">from (s)</th><th class="num">to (s)</th>'
+    return (f'<h2 id="faults-section">Faults</h2><details id="faults"><summary>{len(bands):,} fault band(s), '
+            f'as the plots shade them</summary><table><tr><th class="num">from (s)</th><th class="num">to (s)</th>'
             f'<th class="num">lasting (s)</th><th>kind</th><th>what</th></tr>{"".join(rows)}</table>'
             f"{more}</details>")
 

@@ -1,6 +1,6 @@
 """What the report reads besides the history, tolerantly: test.json (any subset of
 the spec's fields, or an older shape), results.json (docs/FORMATS.md, results.json, possibly missing: the
-run was not checked), the client logs under clients/ (harness/report/clients.py), and the files of
+run was not checked), the client logs under clients/ (harness/rundir/clients.py), and the files of
 the run directory to link to.
 
 Nothing here raises for a missing or malformed file: the report says what it
@@ -14,8 +14,8 @@ from typing import Any
 
 import orjson
 
-from fencepost.harness.report.clients import ClientFiles, client_files
 from fencepost.harness.report.trace import Target
+from fencepost.harness.rundir.clients import ClientFiles, client_files
 from fencepost.harness.rundir.names import NODES_DIR, RESULTS_FILE, RUN_FILES, TEST_FILE
 from fencepost.harness.rundir.record import op_indices
 

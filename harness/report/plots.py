@@ -9,7 +9,7 @@
 - `unseen.png` — acked values no poll had returned yet, over time (results.json's
   `stats.partitions.*.unseen_series`, summed over the partitions);
 - `realtime-lag.png` — per consumer, at each poll, how long ago the oldest acked write
-  it had not read yet was acked (harness/report/lag.py defines it).
+  it had not read yet was acked (harness/measures/lag.py defines it).
 
 All of them shade the nemesis bands (harness/report/figures.py). Each draws a
 placeholder saying why when there is nothing to plot.
@@ -24,7 +24,8 @@ from typing import Any
 import numpy as np
 from matplotlib.lines import Line2D
 
-from fencepost.harness.report.bands import Band
+from fencepost.harness.measures.bands import Band
+from fencepost.harness.measures.lag import RealtimeLag
 from fencepost.harness.report.colours import TYPE_COLOURS
 from fencepost.harness.report.figures import (
     NS_PER_S,
@@ -35,7 +36,6 @@ from fencepost.harness.report.figures import (
     shade_bands,
     time_axis,
 )
-from fencepost.harness.report.lag import RealtimeLag
 from fencepost.harness.report.scan import TYPE_NAMES, ScannedHistory
 
 PLOTS_DIR = "plots"

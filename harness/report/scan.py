@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from fencepost.harness.errors import Problems
-from fencepost.harness.report.bands import NemesisOp
+from fencepost.harness.measures.bands import NemesisOp
 from fencepost.harness.rundir.history import NEMESIS, Op, iter_history
 from fencepost.harness.rundir.names import HISTORY_FILE
 

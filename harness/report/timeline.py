@@ -16,7 +16,7 @@ import numpy as np
 from matplotlib.colors import to_rgba
 from matplotlib.patches import Patch
 
-from fencepost.harness.report.bands import Band
+from fencepost.harness.measures.bands import Band
 from fencepost.harness.report.colours import TYPE_COLOURS
 from fencepost.harness.report.figures import (
     NS_PER_S,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fencepost.harness.report.bands import SCENARIO, Band
+from fencepost.harness.measures.bands import SCENARIO, Band
 from fencepost.harness.report.colours import TYPE_COLOURS, fault_colour
 from fencepost.harness.report.history_data import DECODE_JS, HistoryBlobs
 from fencepost.harness.report.page import esc, json_script, page

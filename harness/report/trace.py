@@ -27,7 +27,7 @@ from typing import Any, Iterable
 
 from fencepost.checkers.partition import ReplicaState
 from fencepost.harness.errors import BadInput, Problems
-from fencepost.harness.report.bands import NemesisOp, pair_actions
+from fencepost.harness.measures.bands import NemesisOp, pair_actions
 from fencepost.harness.rundir.final_log import iter_final
 from fencepost.harness.rundir.find import history_of
 from fencepost.harness.rundir.history import NEMESIS, Op, iter_history

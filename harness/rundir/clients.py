@@ -90,7 +90,9 @@ def client_files(run_dir: Path) -> ClientFiles:
         if why is not None:
             found.unlinked.append(f"{CLIENTS_DIR}/{name}: {why}")
             continue
-        process = int((log or stacks).group(1))
+        match = log or stacks
+        assert match is not None  # one of them matched: the name was taken above
+        process = int(match.group(1))
         entry = found.logs.setdefault(process, ClientLog(process))
         if log is not None:
             entry.log = f"{CLIENTS_DIR}/{name}"

@@ -185,7 +185,7 @@ def assert_inert(html: str, ids: set[str]) -> list:
 
 def write_pages(run_dir: Path) -> None:
     """history.html and timeline.html as `fencepost report` writes them (without the plots)."""
-    from fencepost.harness.report.bands import nemesis_bands
+    from fencepost.harness.measures.bands import nemesis_bands
     from fencepost.harness.report.history_data import HistoryColumns
     from fencepost.harness.report.history_viewer import write_history_page
     from fencepost.harness.report.scan import scan_history
@@ -249,9 +249,9 @@ def test_script_json_escapes_what_html_reads_and_json_gives_back():
 
 def test_the_report_page_escapes_what_results_json_says(tmp_path):
     """report.html's own HTML (not embedded data): every value of results.json is escaped."""
+    from fencepost.harness.measures.lag import RealtimeLag
     from fencepost.harness.report.html import render_report
     from fencepost.harness.report.inputs import load_inputs
-    from fencepost.harness.report.lag import RealtimeLag
     from fencepost.harness.report.scan import scan_history
 
     run_dir = make_run(tmp_path / "run")

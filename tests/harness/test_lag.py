@@ -1,9 +1,9 @@
-"""Realtime lag (harness/report/lag.py), from ops fed as the history scan feeds them:
+"""Realtime lag (harness/measures/lag.py), from ops fed as the history scan feeds them:
 a consumer keeping up, one stuck, one whose polls fail, an assign from the beginning,
 a subscriber reading every partition."""
 from __future__ import annotations
 
-from fencepost.harness.report.lag import RealtimeLag
+from fencepost.harness.measures.lag import RealtimeLag
 from fencepost.harness.rundir.history import Op
 
 S = 1_000_000_000

@@ -19,7 +19,7 @@ import pytest
 
 from fencepost.harness.check.checking import check_run
 from fencepost.harness.errors import BadInput
-from fencepost.harness.report.bands import NemesisOp, nemesis_bands
+from fencepost.harness.measures.bands import NemesisOp, nemesis_bands
 from fencepost.harness.report.inputs import linked_indices, op_indices
 from tests.support.paths import EXAMPLES
 from tests.support.report_support import PLOTS, planted_run
@@ -179,7 +179,7 @@ def test_the_viewer_embeds_every_line_with_its_pair_partitions_and_errors(tmp_pa
     """Fast: the data of history.html (no plots drawn), for a generated run with nemesis
     ops, failed sends, polls of several partitions and a line that cannot be read."""
     from fencepost.harness.errors import Problems
-    from fencepost.harness.report.bands import nemesis_bands, pair_actions
+    from fencepost.harness.measures.bands import nemesis_bands, pair_actions
     from fencepost.harness.report.history_data import HistoryColumns
     from fencepost.harness.report.history_viewer import write_history_page
     from fencepost.harness.report.scan import scan_history

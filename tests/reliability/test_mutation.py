@@ -45,7 +45,7 @@ KNOWN: dict[tuple[str, int], str] = {}
 FOUND: dict[tuple[int, str, int], str | None] = {
     (33, "combo", 5): None,  # an ack at offset -2^63 crashed the linearizability minimizer (fixed in 7eba98e)
     (33, "test-json", 25): None,  # checker.search_budget 2^63 was taken, not refused (fixed in 9bea76b)
-    (1, "combo", 613): None,  # an assign whose partitions held "1" crashed the lag observer (harness/report/lag.py)
+    (1, "combo", 613): None,  # an assign whose partitions held "1" crashed the lag observer (harness/measures/lag.py)
 }
 
 

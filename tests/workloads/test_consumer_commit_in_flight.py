@@ -106,7 +106,7 @@ def test_a_consumer_whose_commit_has_not_returned_is_not_polled(tmp_path: Path) 
 
 
 def test_a_consumer_left_unpolled_behind_a_hung_commit_is_judged_stuck(tmp_path: Path) -> None:
-    """The liveness checker (harness/check/liveness.py, through harness/report/lag.py) counts
+    """The liveness checker (harness/check/liveness.py, through harness/measures/lag.py) counts
     the `fail` polls of a consumer not polled: each has the lag of a poll that read nothing, so
     one left behind a commit that never returns is a stuck consumer, as one whose polls return
     nothing is."""
