@@ -12,7 +12,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.support.broker_support import BrokerProcess, broker, start_broker, wait_until  # noqa: F401 (fixture)
+from tests.support.broker_support import BrokerProcess, start_broker, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
 

@@ -1,4 +1,5 @@
-"""`python -m fencepost.broker controller` as a real process, spoken to by fake brokers (tests/support/controller_client.py)."""
+"""`python -m fencepost.broker controller` as a real process, spoken to by fake brokers
+(tests/support/controller_client.py)."""
 from __future__ import annotations
 
 import asyncio
@@ -26,8 +27,8 @@ SHORT_SESSION_MS = 1500
 
 
 def run_controller(*args: str, timeout: float = 20) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "fencepost.broker", "controller", *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run([sys.executable, "-m", "fencepost.broker", "controller", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.fixture

@@ -41,12 +41,13 @@ def check_shapes(lines: list[dict]) -> None:
 
 
 def replicas(lines, topic="fp", partition=0):
-    return [(l["offset"], l["value"], l["leader_epoch"]) for l in lines
-            if l["kind"] == "replica" and (l["topic"], l["partition"]) == (topic, partition)]
+    return [(line["offset"], line["value"], line["leader_epoch"]) for line in lines
+            if line["kind"] == "replica" and (line["topic"], line["partition"]) == (topic, partition)]
 
 
 def state(lines, topic="fp", partition=0):
-    (found,) = [l for l in lines if l["kind"] == "replica-state" and (l["topic"], l["partition"]) == (topic, partition)]
+    (found,) = [line for line in lines
+                if line["kind"] == "replica-state" and (line["topic"], line["partition"]) == (topic, partition)]
     return found
 
 
@@ -59,7 +60,8 @@ def write_segments(partition_dir: Path, segments: dict[int, list[bytes]]) -> Non
 
 
 def tree_digest(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(root.rglob("*")) if p.is_file()}
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
 
 
 # -- our own data directory -----------------------------------------------------------------
@@ -86,9 +88,9 @@ def test_dump_of_a_broker_data_dir(tmp_path, capsysbinary):
         "log_end_offset": 8, "high_watermark": 7, "leader_epoch": 4, "epochs": [[0, 0], [4, 6]],
     }
     assert state(lines, "fp", 0)["log_end_offset"] == 0 and state(lines, "fp", 0)["leader_epoch"] is None
-    assert {l["node"] for l in lines} == {"n2"}
+    assert {line["node"] for line in lines} == {"n2"}
     # partitions in order, each one's records before its state line
-    kinds = [(l["partition"], l["kind"]) for l in lines]
+    kinds = [(line["partition"], line["kind"]) for line in lines]
     assert kinds[0] == (0, "replica-state") and kinds[-1] == (1, "replica-state")
 
 
@@ -124,7 +126,8 @@ def make_stock_kafka_dir(root: Path) -> None:
     (root / "fp-0" / "00000000000000000007.snapshot").write_bytes(b"\x00" * 10)
     write_segments(root / "fp-1", {0: [batch(["x"], partition_leader_epoch=0)]})
     (root / "fp-1" / "leader-epoch-checkpoint").write_text("0\n2\n0 0\n2 1\n")  # a leader with no writes yet
-    write_segments(root / "__consumer_offsets-0", {0: [batch([Rec(b"offset", key=b"group")], partition_leader_epoch=0)]})
+    write_segments(root / "__consumer_offsets-0",
+                   {0: [batch([Rec(b"offset", key=b"group")], partition_leader_epoch=0)]})
     write_segments(root / "fp-0.0123456789abcdef-delete", {0: [batch(["deleted"])]})
 
 
@@ -140,10 +143,12 @@ def test_stock_kafka_dir_with_legacy_and_v2_segments(tmp_path, capsysbinary):
         (8, "v2-i", 5), (9, "v2-j", 5), (11, "v2-k", 6),  # 10 is a transaction marker
     ]
     fp0 = state(lines, "fp", 0)
-    assert (fp0["log_end_offset"], fp0["high_watermark"], fp0["leader_epoch"], fp0["epochs"]) == (12, 9, 6, [[5, 8], [6, 11]])
+    assert (fp0["log_end_offset"], fp0["high_watermark"], fp0["leader_epoch"], fp0["epochs"]) == \
+        (12, 9, 6, [[5, 8], [6, 11]])
     fp1 = state(lines, "fp", 1)
-    assert (fp1["log_end_offset"], fp1["high_watermark"], fp1["leader_epoch"], fp1["epochs"]) == (1, 1, 2, [[0, 0], [2, 1]])
-    assert {(l["topic"], l["partition"]) for l in lines} == {("fp", 0), ("fp", 1)}
+    assert (fp1["log_end_offset"], fp1["high_watermark"], fp1["leader_epoch"], fp1["epochs"]) == \
+        (1, 1, 2, [[0, 0], [2, 1]])
+    assert {(line["topic"], line["partition"]) for line in lines} == {("fp", 0), ("fp", 1)}
     assert tree_digest(tmp_path) == before  # read-only
 
 
@@ -196,10 +201,10 @@ def test_node_name_defaults(tmp_path, capsysbinary):
     data_dir = tmp_path / "data-n3"
     write_segments(data_dir / "fp-0", {0: [batch(["a"])]})
     _, lines, _ = run_dump(capsysbinary, "--data-dir", str(data_dir))
-    assert {l["node"] for l in lines} == {"data-n3"}
+    assert {line["node"] for line in lines} == {"data-n3"}
     (data_dir / "node").write_text("n7\n")
     _, lines, _ = run_dump(capsysbinary, "--data-dir", str(data_dir))
-    assert {l["node"] for l in lines} == {"n7"}
+    assert {line["node"] for line in lines} == {"n7"}
 
 
 def test_bad_arguments(tmp_path, capsysbinary):
@@ -249,7 +254,8 @@ def _wait_for_listener(port: int, server: subprocess.Popen) -> None:
 @pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_batches_from_librdkafka_in_every_codec_through_the_broker(tmp_path):
-    """confluent-kafka produces (idempotent, each codec) to `python -m fencepost.broker serve`; dump-log reads it all back."""
+    """confluent-kafka produces (idempotent, each codec) to `python -m fencepost.broker serve`; dump-log reads it
+    all back."""
     from confluent_kafka import Producer
 
     port = _free_port()
@@ -274,11 +280,12 @@ def test_batches_from_librdkafka_in_every_codec_through_the_broker(tmp_path):
     finally:
         server.terminate()
         server.wait(30)
-    done = subprocess.run([sys.executable, "-m", "fencepost.broker", "dump-log", "--data-dir", str(data_dir), "--node", "n0"],
-                          capture_output=True, cwd=ROOT, timeout=60)
+    done = subprocess.run([sys.executable, "-m", "fencepost.broker", "dump-log", "--data-dir", str(data_dir),
+                           "--node", "n0"], capture_output=True, cwd=ROOT, timeout=60)
     assert done.returncode == 0 and done.stderr == b"", done.stderr
     lines = [orjson.loads(line) for line in done.stdout.splitlines()]
     check_shapes(lines)
     for topic, values in sent.items():
-        assert replicas(lines, topic, 0) == [(i, v, state(lines, topic, 0)["leader_epoch"]) for i, v in enumerate(values)]
+        epoch = state(lines, topic, 0)["leader_epoch"]
+        assert replicas(lines, topic, 0) == [(i, v, epoch) for i, v in enumerate(values)]
         assert state(lines, topic, 0)["log_end_offset"] == len(values)

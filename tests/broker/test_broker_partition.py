@@ -1,4 +1,5 @@
-"""Unit tests of Partition and ReplicaManager on real partition logs: epochs, fencing, HW, acks=all waits, long polls."""
+"""Unit tests of Partition and ReplicaManager on real partition logs: epochs, fencing, HW, acks=all waits,
+long polls."""
 from __future__ import annotations
 
 import asyncio

@@ -16,7 +16,7 @@ from kafka.protocol.producer.produce import ProduceRequest
 from kafka.protocol.producer.transaction import InitProducerIdRequest
 
 from fencepost.broker.server.errors import ErrorCode
-from tests.support.broker_support import RawClient, broker, make_batch, read_records  # noqa: F401 (fixture)
+from tests.support.broker_support import RawClient, make_batch, read_records
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 

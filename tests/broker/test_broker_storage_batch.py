@@ -137,7 +137,8 @@ def test_xxh32_reference_vectors():
 
 
 def test_record_decoder_rejects_inconsistent_lengths():
-    good = zigzag_varint(7) + b"\x00" + zigzag_varint(0) + zigzag_varint(0) + zigzag_varint(-1) + zigzag_varint(1) + b"v" + zigzag_varint(0)
+    good = (zigzag_varint(7) + b"\x00" + zigzag_varint(0) + zigzag_varint(0) + zigzag_varint(-1) + zigzag_varint(1)
+            + b"v" + zigzag_varint(0))
     assert decode_v2_records(good, 1, 10, 0)[0].value == b"v"
     with pytest.raises(RecordDecodeError, match="declared 8 bytes"):
         decode_v2_records(zigzag_varint(8) + good[1:] + b"\x00", 1, 10, 0)
@@ -191,7 +192,8 @@ def test_scan_batches_is_independent_of_the_chunk_size(sizes, chunk, cut):
         offset += n
     data = data[: max(len(data) - cut, 0)]
     outcome = ScanOutcome()
-    scanned = [(pos, bytes(b.buffer)) for pos, b in scan_batches(lambda p, n: data[p : p + n], len(data), outcome, chunk_bytes=chunk)]
+    scanned = [(pos, bytes(b.buffer))
+               for pos, b in scan_batches(lambda p, n: data[p : p + n], len(data), outcome, chunk_bytes=chunk)]
     whole = []
     pos = 0
     for b in iter_batches(data):

@@ -16,7 +16,8 @@ def test_kafka_python_reads_the_builders_v2_batches():
     )
     theirs = DefaultRecordBatch(data)
     assert theirs.validate_crc()
-    assert (theirs.base_offset, theirs.leader_epoch, theirs.producer_id, theirs.producer_epoch, theirs.base_sequence) == (
+    assert (theirs.base_offset, theirs.leader_epoch, theirs.producer_id, theirs.producer_epoch,
+            theirs.base_sequence) == (
         40, 6, 9, 2, 11,
     )
     records = list(theirs)

@@ -307,7 +307,8 @@ def test_follower_append_must_be_contiguous_and_valid(tmp_path):
 
 def test_follower_append_replays_producer_state(tmp_path):
     follower = open_log(tmp_path)
-    follower.append_as_follower(batch(["a"], producer_id=9, producer_epoch=0, base_sequence=0, partition_leader_epoch=2))
+    follower.append_as_follower(batch(["a"], producer_id=9, producer_epoch=0, base_sequence=0,
+                                      partition_leader_epoch=2))
     # the follower becomes leader: a retry of that batch is recognised
     follower.epoch_cache.assign(3, follower.log_end_offset)
     assert follower.append_as_leader(batch(["a"], producer_id=9, producer_epoch=0, base_sequence=0), 3).duplicate
@@ -381,7 +382,8 @@ def test_truncation_forgets_the_producer_batches_it_removed(tmp_path):
 def test_offset_for_timestamp_finds_the_first_record_at_or_after(tmp_path):
     log = open_log(tmp_path, segment_bytes=300)
     for i in range(10):
-        log.append_as_leader(batch([Rec(b"x", timestamp_delta=0), Rec(b"y", timestamp_delta=5)], base_timestamp=1000 * i), 0)
+        log.append_as_leader(batch([Rec(b"x", timestamp_delta=0), Rec(b"y", timestamp_delta=5)],
+                                   base_timestamp=1000 * i), 0)
     assert log.offset_for_timestamp(0) == (0, 0)
     assert log.offset_for_timestamp(3001) == (7, 3005)
     assert log.offset_for_timestamp(3006) == (8, 4000)
@@ -552,5 +554,6 @@ def test_data_written_by_the_log_is_plain_kafka_segments(tmp_path):
     log = open_log(tmp_path)
     fill(log, 2, epoch=7)
     raw = (log.dir / segment_file_name(0)).read_bytes()
-    assert [(b.base_offset, b.partition_leader_epoch, b.is_valid()) for b in batches_of(raw)] == [(0, 7, True), (2, 7, True)]
+    assert [(b.base_offset, b.partition_leader_epoch, b.is_valid()) for b in batches_of(raw)] == \
+        [(0, 7, True), (2, 7, True)]
     assert os.path.getsize(log.dir / segment_file_name(0)) == len(raw)

@@ -37,7 +37,8 @@ class LogMachine(RuleBasedStateMachine):
 
     def _open(self) -> PartitionLog:
         return PartitionLog.open(
-            self.tmp / "fp-0", "fp", 0, flush=self.mode, segment_bytes=SEGMENT_BYTES, index_interval_bytes=INDEX_INTERVAL
+            self.tmp / "fp-0", "fp", 0, flush=self.mode, segment_bytes=SEGMENT_BYTES,
+            index_interval_bytes=INDEX_INTERVAL,
         )
 
     @property

@@ -71,8 +71,11 @@ def test_translation_of_each_kind_of_op():
 def test_final_read_checks_gaps_and_beyond_its_end_only_where_something_was_seen():
     sends = [send(0, "a", 0, 1, offset=0), send(0, "b", 2, 3, offset=2), send(0, "c", 4, 5, offset=7)]
     final = [(0, "a"), (5, "x")]
-    exact = lambda ph: sorted((o.input.offset, o.input.value) for o in partition_ops(ph, NOT_IDEMPOTENT)
-                              if isinstance(o.input, ReadExact))
+
+    def exact(ph):
+        return sorted((o.input.offset, o.input.value) for o in partition_ops(ph, NOT_IDEMPOTENT)
+                      if isinstance(o.input, ReadExact))
+
     # 2 is a gap someone wrote to; 1, 3, 4 nobody mentions; 7 lies past the end.
     assert exact(history(sends, final=final, complete=True)) == [(0, "a"), (2, None), (5, "x"), (7, None)]
     # An incomplete final read speaks only for the offsets it reached.

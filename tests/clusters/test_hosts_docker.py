@@ -223,7 +223,8 @@ def test_spawned_processes_carry_the_cluster_marker_seen_from_this_machine(make_
     handle = host.spawn("sleeper", ["sleep", "1000"], posixpath.join(host.workdir, "s.log"))
     try:
         assert hosts.cluster in marked_processes(hosts.cluster).values()
-        assert f"{CLUSTER_ENV}={hosts.cluster}" in host.run(["cat", f"/proc/{handle.pid}/environ"]).stdout.replace("\0", " ")
+        environ = host.run(["cat", f"/proc/{handle.pid}/environ"]).stdout.replace("\0", " ")
+        assert f"{CLUSTER_ENV}={hosts.cluster}" in environ
     finally:
         host.kill([handle])
 

@@ -298,7 +298,7 @@ def foreign_fencepost_things(ours: list[netns.NetnsHostSet]) -> list[str]:
     snap = snapshot()
     mine = {kind: set().union(*(belonging_to(h, snap)[kind] for h in ours)) for kind in snap}
     foreign = [ns for ns in snap["namespaces"] - mine["namespaces"] if ns.startswith("fp-")]
-    foreign += [l for l in snap["links"] - mine["links"] if l.startswith(("fpb", "fpv"))]
+    foreign += [link for link in snap["links"] - mine["links"] if link.startswith(("fpb", "fpv"))]
     foreign += [r for r in snap["rules"] - mine["rules"] if "fencepost:" in r]
     return foreign
 

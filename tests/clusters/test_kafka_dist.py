@@ -107,8 +107,9 @@ def test_4x_gets_the_log4j2_binding(tmp_path):
 @needs_maven
 def test_an_unknown_version_names_it_and_leaves_no_half_made_folder(tmp_path):
     require_java_and_maven()
-    with pytest.raises(ClusterConfigError, match=rf"kafka:{UNKNOWN_VERSION}: Maven Central has no "
-                                                  rf"org\.apache\.kafka:kafka_2\.13:{UNKNOWN_VERSION}; give a released"):
+    with pytest.raises(ClusterConfigError,
+                       match=rf"kafka:{UNKNOWN_VERSION}: Maven Central has no "
+                             rf"org\.apache\.kafka:kafka_2\.13:{UNKNOWN_VERSION}; give a released"):
         dist.resolve(UNKNOWN_VERSION, cache=tmp_path, say=lambda line: None)
     assert list(tmp_path.iterdir()) == []
 
@@ -186,7 +187,8 @@ def test_an_unpacked_old_release_gives_its_version_and_scala_build(tmp_path, mon
     (home / "libs" / "kafka-clients-0.11.0.3.jar").write_bytes(b"")
     assert dist.from_home(home, None) == dist.KafkaDistribution("0.11.0.3", str(home / "libs"), "2.11")
     settings = system_for("kafka", {"kafka_home": str(home)}).settings
-    assert (settings.version, settings.scala, settings.mode, settings.truncation) == ("0.11.0.3", "2.11", "zk", "release")
+    assert (settings.version, settings.scala, settings.mode, settings.truncation) == \
+        ("0.11.0.3", "2.11", "zk", "release")
     with pytest.raises(ClusterConfigError, match="older than 0.10.2.0"):
         (home / "libs" / "kafka_2.11-0.11.0.3.jar").rename(home / "libs" / "kafka_2.11-0.10.1.1.jar")
         dist.from_home(home, None)

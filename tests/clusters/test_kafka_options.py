@@ -37,7 +37,8 @@ def test_the_default_truncation_is_the_release_own_protocol_and_named_so():
     assert checked("0.10.2.2").protocol_description() == \
         "kafka 0.10.2.2, its own protocol (high-watermark truncation (before KIP-101))"
     assert checked("3.9.1", truncation="hw").protocol_description() == \
-        "kafka 3.9.1, high-watermark truncation (before KIP-101), emulated with inter.broker.protocol.version 0.11.0-IV1"
+        ("kafka 3.9.1, high-watermark truncation (before KIP-101), emulated with inter.broker.protocol.version "
+         "0.11.0-IV1")
 
 
 def test_the_mode_defaults_to_zookeeper_before_4_and_kraft_from_4():
@@ -57,7 +58,8 @@ def test_the_mode_defaults_to_zookeeper_before_4_and_kraft_from_4():
     ("3.9.1", {"mode": "kraft", "truncation": "kip279"}, r"truncation 'kip279' .*2\.0-IV1.*mode=zk"),
     ("0.10.2.2", {"truncation": "hw"}, r"truncation 'hw' needs .*0\.11\.0-IV1, which kafka 0\.10\.2\.2 does not "
                                        r"know .*own protocol is already hw: leave --truncation out"),
-    ("0.10.2.2", {"truncation": "kip101"}, r"kafka 0\.10\.2\.2 does not know .*own protocol is hw; for kip101 use a release from 0\.11\.0"),
+    ("0.10.2.2", {"truncation": "kip101"},
+     r"kafka 0\.10\.2\.2 does not know .*own protocol is hw; for kip101 use a release from 0\.11\.0"),
     ("1.1.1", {"truncation": "kip279"}, r"2\.0-IV1, which kafka 1\.1\.1 does not know \(it came in 2\.0\.0\)"),
     ("2.0.1", {"truncation": "kip320"}, r"2\.1-IV2, which kafka 2\.0\.1 does not know"),
     ("4.3.1", {"mode": "zk"}, r"Kafka 4\.3\.1 has no ZooKeeper mode .*use mode=kraft"),

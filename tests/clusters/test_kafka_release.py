@@ -31,7 +31,8 @@ def test_each_release_runs_the_protocol_of_its_line(text, own):
 
 
 @pytest.mark.parametrize("text, extras", [
-    ("0.10.2.2", JAXB), ("0.11.0.3", JAXB), ("1.0.2", ()), ("1.1.0", LOG4J_1), ("2.0.1", (ZOOKEEPER_FOR_JAVA_17, *LOG4J_1)),
+    ("0.10.2.2", JAXB), ("0.11.0.3", JAXB), ("1.0.2", ()), ("1.1.0", LOG4J_1),
+    ("2.0.1", (ZOOKEEPER_FOR_JAVA_17, *LOG4J_1)),
     ("2.5.0", (ZOOKEEPER_FOR_JAVA_17, *LOG4J_1)), ("2.5.1", LOG4J_1), ("2.8.2", LOG4J_1), ("3.0.0", RELOAD4J),
     ("3.9.1", RELOAD4J), ("4.0.0", LOG4J_2)])
 def test_java_17_extras_are_jaxb_before_1_0_a_zookeeper_client_for_2_0_to_2_5_0_and_the_logging_backend(
@@ -76,5 +77,6 @@ def test_a_java_older_than_a_release_needs_is_refused_naming_both():
     Release.parse("4.4.0").check_java("17.0.15")
     Release.parse("0.10.2.2").check_java("1.8.0_392")
     Release.parse("4.4.0").check_java(None)  # unknown: left to the JVM to say
-    with pytest.raises(ClusterConfigError, match=r"kafka 4\.4\.0 needs Java 17 or newer and `java` on PATH is 11\.0\.2"):
+    with pytest.raises(ClusterConfigError,
+                       match=r"kafka 4\.4\.0 needs Java 17 or newer and `java` on PATH is 11\.0\.2"):
         Release.parse("4.4.0").check_java("11.0.2")

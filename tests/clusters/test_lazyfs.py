@@ -20,7 +20,7 @@ from fencepost.clusters.errors import ClusterConfigError
 from fencepost.clusters.lazyfs import LazyMount
 from fencepost.clusters.lazyfs.mount import daemon_of
 from fencepost.clusters.lazyfs.mounts import lazy_mounts, mounted_at
-from tests.support.lazyfs_support import CLUSTER, DIR, backing_tree, fsync_path, lazy, tree, write  # noqa: F401 (fixture)
+from tests.support.lazyfs_support import CLUSTER, DIR, backing_tree, fsync_path, tree, write
 from tests.support.paths import ROOT, SUPPORT
 
 pytestmark = [pytest.mark.integration, pytest.mark.root]
@@ -160,7 +160,8 @@ def test_folders_links_and_removals_come_back_as_they_were_durable(lazy, model):
     os.symlink("d-renamed/f", root / "link")
     m.power_cut()
     assert tree(root) == before
-    assert os.stat(root / "d" / "f").st_ino == os.stat(root / "d" / "f2").st_ino and os.stat(root / "d" / "f").st_nlink == 2
+    assert os.stat(root / "d" / "f").st_ino == os.stat(root / "d" / "f2").st_ino
+    assert os.stat(root / "d" / "f").st_nlink == 2
 
 
 def test_a_checkpoint_and_a_clean_unmount_keep_everything(lazy):

@@ -143,7 +143,8 @@ def test_a_long_error_leaves_every_column_readable_and_every_row_one_line(served
             var table = document.getElementById('rows').getBoundingClientRect();
             var heights = Array.from(document.querySelectorAll('#rows tbody tr[data-row]'))
                 .map(function (r) { return r.getBoundingClientRect().height; });
-            return {value: cell('td.value').width, error: cell('td.error').width, row: tr.getBoundingClientRect().height,
+            return {value: cell('td.value').width, error: cell('td.error').width,
+                    row: tr.getBoundingClientRect().height,
                     table: table.width, page: document.documentElement.scrollWidth, window: innerWidth,
                     title: tr.querySelector('td.error').title, heights: heights}; })()""")
         assert geometry["value"] >= 0.3 * geometry["table"], geometry
@@ -367,7 +368,8 @@ def test_a_stuck_consumer_s_client_log_is_one_click_from_the_report(tmp_path):
             browser.centre(finding)  # scrolled into sight, as a person would
             seen = browser.js(f"(function () {{ var a = document.querySelector('{finding}');"
                               " var r = a.getBoundingClientRect(); var li = a.closest('li');"
-                              " return [a.innerText, r.width > 0 && r.height > 0 && r.top >= 0 && r.bottom <= innerHeight,"
+                              " return [a.innerText,"
+                              " r.width > 0 && r.height > 0 && r.top >= 0 && r.bottom <= innerHeight,"
                               " getComputedStyle(a).visibility, li.innerText]; })()")
             assert seen[0] == f"clients/{STUCK}.log" and seen[1] is True and seen[2] == "visible"
             assert seen[3].startswith(f"consumer {STUCK}:") and f"why: {STUCK_WHY}" in seen[3]
@@ -379,6 +381,7 @@ def test_a_stuck_consumer_s_client_log_is_one_click_from_the_report(tmp_path):
             assert browser.js("document.body.innerText").strip() == log_text.strip()
             browser.open(report, ready="document.body.dataset.imagesChecked === 'yes'")
             browser.click("#liveness-findings a.client-stacks")
-            browser.wait(f"location.href.endsWith('/clients/{STUCK}.stacks.1.txt') && document.readyState === 'complete'")
+            browser.wait(f"location.href.endsWith('/clients/{STUCK}.stacks.1.txt')"
+                         " && document.readyState === 'complete'")
             assert browser.js("document.body.innerText").strip() == \
                 (run_dir / "clients" / f"{STUCK}.stacks.1.txt").read_text().strip()

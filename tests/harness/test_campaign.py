@@ -99,7 +99,8 @@ def test_the_shipped_campaigns_plan_what_their_comments_say():
     expected = {(r.spec.system, r.spec.nemesis.faults, r.spec.system_options.get("elr"),
                  "broker_config" in r.spec.system_options): r.expected.verdicts for r in durability.runs}
     assert len(durability.runs) == 190
-    own_lrs = [r for r in durability.runs if r.spec.system == "own" and r.spec.nemesis.faults == "last-replica-standing"]
+    own_lrs = [r for r in durability.runs
+               if r.spec.system == "own" and r.spec.nemesis.faults == "last-replica-standing"]
     assert {r.spec.system_options.get("flush_interval_ms") for r in own_lrs} == {None, 60000}  # default and stressed
     assert all(r.expected.verdicts == ("valid", "invalid") for r in own_lrs)
     assert expected[("kafka:4.4.0", "last-replica-standing", False, False)] == ("invalid",)
@@ -151,7 +152,7 @@ def test_junit_has_one_testcase_per_run_failure_error_skipped(tmp_path):
         {"run_id": "0003", "verdict": "crashed", "seconds": 0.5, "error": "RunError: setup failed"},
         {"run_id": "0004", "verdict": "unknown", "seconds": 0.5, "error": None}])
     suite = ET.parse(path).getroot()
-    assert (suite.get("tests"), suite.get("failures"), suite.get("errors"), suite.get("skipped")) == ("4", "1", "1", "1")
+    assert [suite.get(k) for k in ("tests", "failures", "errors", "skipped")] == ["4", "1", "1", "1"]
     cases = {c.get("name"): c for c in suite.iter("testcase")}
     assert cases["0002"].find("failure").get("message") == "invalid: lost-write 3"
     assert cases["0003"].find("error").get("message") == "RunError: setup failed"
@@ -233,7 +234,8 @@ nemesis.interval = 2
 [matrix]
 seed = [1, 2, 3]
 """)
-    campaign = subprocess.Popen([sys.executable, "-m", "fencepost.harness.cli", "campaign", "c.toml", "--parallel", "2"],
+    campaign = subprocess.Popen([sys.executable, "-m", "fencepost.harness.cli", "campaign", "c.toml",
+                                 "--parallel", "2"],
                                 cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 env={**os.environ, "PYTHONPATH": str(REPO)})
     directory = tmp_path / "results" / "campaigns" / "stopped"  # its runs under 2.../runs/, not latest/

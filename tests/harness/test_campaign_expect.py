@@ -142,7 +142,7 @@ def test_junit_fails_only_surprises_and_shows_a_canary_that_bit_as_passed(tmp_pa
     ]
     write_junit(path, "ci", outcomes)
     suite = ET.parse(path).getroot()
-    assert (suite.get("tests"), suite.get("failures"), suite.get("errors"), suite.get("skipped")) == ("5", "1", "1", "1")
+    assert [suite.get(k) for k in ("tests", "failures", "errors", "skipped")] == ["5", "1", "1", "1"]
     cases = {c.get("name"): c for c in suite.iter("testcase")}
     assert cases["hw-1"].find("failure") is None and "lost-write 3" in cases["hw-1"].find("system-out").text
     assert cases["hw-2"].find("failure").get("message") == "expected invalid, got valid"
@@ -236,8 +236,8 @@ def test_a_resumed_campaign_takes_cases_added_after_the_last_and_refuses_any_oth
                                                            "[matrix]\n") + cases))
     directory = campaign_dir(tmp_path / "results", first, resume=False)
     assert run_campaign(first, directory, lambda planned, where: {"verdict": "valid", "exit_code": 0}) == 0
-    grown = load_campaign(write(tmp_path, CAMPAIGN.replace("[matrix]\ntruncation = [\"hw\", \"kip101\", \"kip320\"]\n",
-                                                           "[matrix]\n") + cases + '[[cases]]\ntruncation = "kip101"\n'))
+    no_matrix = CAMPAIGN.replace("[matrix]\ntruncation = [\"hw\", \"kip101\", \"kip320\"]\n", "[matrix]\n")
+    grown = load_campaign(write(tmp_path, no_matrix + cases + '[[cases]]\ntruncation = "kip101"\n'))
     assert campaign_dir(tmp_path / "results", grown, resume=True) == directory
     plan = json.loads((directory / "campaign.json").read_text())
     assert plan["runs"] == plan["share"] == [r.run_id for r in grown.runs] and len(plan["runs"]) == 6
@@ -245,7 +245,6 @@ def test_a_resumed_campaign_takes_cases_added_after_the_last_and_refuses_any_oth
     run_campaign(grown, directory, lambda planned, where: ran.append(planned.spec.truncation) or
                  {"verdict": "valid", "exit_code": 0})
     assert ran == ["kip101", "kip101"]  # only the added case's runs
-    reordered = load_campaign(write(tmp_path, CAMPAIGN.replace("[matrix]\ntruncation = [\"hw\", \"kip101\", \"kip320\"]\n",
-                                                               "[matrix]\n") + '[[cases]]\ntruncation = "kip101"\n' + cases))
+    reordered = load_campaign(write(tmp_path, no_matrix + '[[cases]]\ntruncation = "kip101"\n' + cases))
     with pytest.raises(BadInput, match="cases were added before the last one"):
         campaign_dir(tmp_path / "results", reordered, resume=True)

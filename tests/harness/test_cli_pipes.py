@@ -38,8 +38,8 @@ def test_check_with_its_output_closed_ends_with_its_verdict_and_no_traceback(tmp
     run = tmp_path / "run"
     shutil.copytree(ROOT / "examples" / "kip101-scenario-1", run)
     (run / "results.json").unlink(missing_ok=True)
-    checking = subprocess.Popen([sys.executable, "-m", "fencepost.harness.cli", "check", str(run)], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, cwd=tmp_path, env=ENV)
+    checking = subprocess.Popen([sys.executable, "-m", "fencepost.harness.cli", "check", str(run)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path, env=ENV)
     checking.stdout.close()  # the reader is gone before the first line
     error = checking.stderr.read().decode()
     assert checking.wait(timeout=60) == 1, error  # invalid, as with a reader (not 255)
@@ -52,8 +52,8 @@ def test_check_with_its_output_closed_ends_with_its_verdict_and_no_traceback(tmp
 def test_a_run_whose_reader_left_still_tears_its_cluster_down(tmp_path):
     if os.geteuid() != 0:
         pytest.skip("the netns backend needs root")
-    running = subprocess.Popen([sys.executable, "-m", "fencepost.harness.cli", "run", "--time-limit", "4", "--name", "piped",
-                                "--backend-option", "subnet=10.77.64.0/24"], stdout=subprocess.PIPE,
+    running = subprocess.Popen([sys.executable, "-m", "fencepost.harness.cli", "run", "--time-limit", "4",
+                                "--name", "piped", "--backend-option", "subnet=10.77.64.0/24"], stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, cwd=tmp_path, env=ENV)
     first = running.stdout.readline().decode()
     running.stdout.close()  # as `| head -1` does

@@ -114,6 +114,7 @@ def test_analyze_summary_and_compare_show_one_median(tmp_path):
     verdicts = [spark_steps(run_dir) for run_dir in runs]
     written = write_outputs(verdicts, tmp_path / "analysis", "t")
     with open(written["summary"]) as f:
-        summary = {(r["system"], r["truncation"], r["faults"]): r["median_first_detection_s"] for r in csv.DictReader(f)}
+        summary = {(r["system"], r["truncation"], r["faults"]): r["median_first_detection_s"]
+                   for r in csv.DictReader(f)}
     compared = {(r.system, r.truncation, r.faults): f"{r.median_first_detection_s:.3f}" for r in rows(collect(runs))}
     assert summary == compared and summary[("own", "hw", "kill")] == "4.500"

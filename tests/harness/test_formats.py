@@ -338,7 +338,8 @@ def results_variants(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
         "an unknown anomaly counted": {**results, "anomaly_counts": {"lost-update": 1}},
         "a count of zero": {**results, "anomaly_counts": {"lost-write": 0}},
         "an example of another anomaly": {**results, "anomalies": {"duplicate": [example]}},
-        "an example without its explanation": {**results, "anomalies": {"lost-write": [without(example, "explanation")]}},
+        "an example without its explanation": {
+            **results, "anomalies": {"lost-write": [without(example, "explanation")]}},
         "a lost write that is neither missing nor overwritten": {
             **results, "anomalies": {"lost-write": [{**example, "how": "mislaid"}]}},
         "21 examples": {**results, "anomalies": {"lost-write": [example] * 21}},

@@ -484,8 +484,8 @@ def test_an_export_killed_mid_write_leaves_a_partial_the_next_export_removes(tmp
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     killed_with_partial = 0
     for _ in range(5):
-        proc = subprocess.Popen([sys.executable, "-m", "fencepost.harness.cli", "export", str(run_dir), "--edn", "--out",
-                                 str(out)], cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
+        proc = subprocess.Popen([sys.executable, "-m", "fencepost.harness.cli", "export", str(run_dir), "--edn",
+                                 "--out", str(out)], cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 60
         while not partials(tmp_path) and proc.poll() is None and time.monotonic() < deadline:

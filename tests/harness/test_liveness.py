@@ -17,9 +17,10 @@ from tests.support.paths import EXAMPLES
 HALT_0_10 = ("[2026-11-25 21:28:38,091] FATAL [ReplicaFetcherThread-0-1], Exiting because log truncation is not "
              "allowed for partition fp-2, Current leader 1's latest offset 354 is less than replica 3's latest "
              "offset 355 (kafka.server.ReplicaFetcherThread)")
-FAILED_3_9 = "[2026-11-21 10:11:12,345] WARN [ReplicaFetcher replicaId=3, leaderId=1, fetcherId=0] Partition fp-0 marked as failed (kafka.server.ReplicaFetcherThread)"
-APPEND = ("[2026-11-21 10:11:12,340] ERROR [ReplicaFetcher replicaId=3] Unexpected error occurred while processing data "
-          "for partition fp-0 at offset 57 (kafka.server.ReplicaFetcherThread)\n"
+FAILED_3_9 = ("[2026-11-21 10:11:12,345] WARN [ReplicaFetcher replicaId=3, leaderId=1, fetcherId=0] Partition fp-0 "
+              "marked as failed (kafka.server.ReplicaFetcherThread)")
+APPEND = ("[2026-11-21 10:11:12,340] ERROR [ReplicaFetcher replicaId=3] Unexpected error occurred while "
+          "processing data for partition fp-0 at offset 57 (kafka.server.ReplicaFetcherThread)\n"
           "kafka.common.UnexpectedAppendOffsetException: Unexpected offset in append to fp-0. First offset 50 is less "
           "than the next offset 57.")
 ORDINARY = ("[2026-11-25 21:28:18,215] ERROR [ReplicaFetcherThread-0-2], Error for partition [fp,0] to broker "
@@ -94,11 +95,13 @@ def test_a_run_without_node_logs_has_no_liveness_finding(tmp_path):
 # previous ZooKeeper session still holds /brokers/ids/1; Kafka refuses, the cluster retries.
 STARTING_0_10 = "[2026-11-26 14:41:52,672] INFO starting (kafka.server.KafkaServer)"
 STILL_REGISTERED = ("[2026-11-26 14:41:53,175] FATAL [Kafka Server 1], Fatal error during KafkaServer startup. Prepare "
-                    "to shutdown (kafka.server.KafkaServer)\njava.lang.RuntimeException: A broker is already registered "
-                    "on the path /brokers/ids/1. This probably indicates that you either have configured a brokerid "
+                    "to shutdown (kafka.server.KafkaServer)\njava.lang.RuntimeException: A broker is already "
+                    "registered on the path /brokers/ids/1. This probably indicates that you either have configured "
+                    "a brokerid "
                     "that is already in use, or else you have shutdown this broker and restarted it faster than the "
                     "zookeeper timeout so it appears to be re-registering.\n[2026-11-26 14:41:54,130] FATAL Fatal "
-                    "error during KafkaServerStartable startup. Prepare to shutdown (kafka.server.KafkaServerStartable)")
+                    "error during KafkaServerStartable startup. Prepare to shutdown "
+                    "(kafka.server.KafkaServerStartable)")
 STARTED_0_10 = "[2026-11-26 14:41:55,573] INFO [Kafka Server 1], started (kafka.server.KafkaServer)"
 
 

@@ -84,7 +84,8 @@ def test_the_faults_of_clients_packets_and_replicas_are_replayed_too(tmp_path):
     nemesis(lines, 1.0, "invoke", "start-netem", {"target": "minority"})
     nemesis(lines, 1.1, "info", "start-netem", {"target": "minority", "nodes": ["n2"]})
     nemesis(lines, 2.0, "invoke", "start-reassign", {"topic": "fp", "partition": 1})
-    nemesis(lines, 2.5, "info", "start-reassign", {"topic": "fp", "partition": 1, "replicas": [1, 2, 3], "to": [2, 3, 4]})
+    nemesis(lines, 2.5, "info", "start-reassign",
+            {"topic": "fp", "partition": 1, "replicas": [1, 2, 3], "to": [2, 3, 4]})
     nemesis(lines, 3.0, "invoke", "stop-client-partition", {"grudge": {}})
     nemesis(lines, 3.1, "info", "stop-client-partition", {"grudge": {}})
     nemesis(lines, 4.0, "invoke", "stop-netem", {"nodes": ["n2"]})

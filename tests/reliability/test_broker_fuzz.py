@@ -61,7 +61,8 @@ def build_corpus() -> list[bytes]:
     batch = make_batch([b"fuzz-a", b"fuzz-b"])
     Fetch, Produce, Commit = FetchRequest.FetchTopic, ProduceRequest.TopicProduceData, OffsetCommitRequest
     makers = {
-        (ApiVersionsRequest, 0, 3): lambda: ApiVersionsRequest(client_software_name="fuzz", client_software_version="1"),
+        (ApiVersionsRequest, 0, 3): lambda: ApiVersionsRequest(client_software_name="fuzz",
+                                                               client_software_version="1"),
         (MetadataRequest, 0, 12): lambda: MetadataRequest(
             topics=[MetadataRequest.MetadataRequestTopic(name="fuzz")], allow_auto_topic_creation=True),
         (ProduceRequest, 3, 10): lambda: ProduceRequest(transactional_id=None, acks=1, timeout_ms=1000, topic_data=[
@@ -456,10 +457,12 @@ def test_fuzz_twenty_thousand_frames(tmp_path):
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.reliability.test_broker_fuzz",
-                                     description="Fuzz a fresh broker process with N frames, then check it still works.")
+                                     description="Fuzz a fresh broker process with N frames, "
+                                                 "then check it still works.")
     parser.add_argument("--frames", type=int, default=100_000)
     parser.add_argument("--seed", type=int, default=None)
-    parser.add_argument("--dir", type=Path, default=None, help="where the broker's data and log go (default: a tmp dir)")
+    parser.add_argument("--dir", type=Path, default=None,
+                        help="where the broker's data and log go (default: a tmp dir)")
     args = parser.parse_args(argv)
     import tempfile
     work = args.dir or Path(tempfile.mkdtemp(prefix="broker-fuzz-"))

@@ -61,7 +61,8 @@ junk_text = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max
     lambda t: t.strip() and not t.startswith("-"))
 units = st.sampled_from(["10s", "5m", "1h", "500ms", "60 s", "1_000x", "1e3ops", "ten", "1,5", "0x10s"])
 not_a_number = st.one_of(units, junk_text.filter(lambda t: _float_or_none(t) is None))
-not_an_int = st.one_of(units, st.sampled_from(["1.5", "3.0", "1e3"]), junk_text.filter(lambda t: _int_or_none(t) is None))
+not_an_int = st.one_of(units, st.sampled_from(["1.5", "3.0", "1e3"]),
+                       junk_text.filter(lambda t: _int_or_none(t) is None))
 beyond_64_bits = st.one_of(st.integers(min_value=2**63), st.integers(max_value=-(2**63) - 1))
 
 
@@ -146,7 +147,8 @@ def bad_run_flag(draw) -> tuple[list[str], list[str]]:
         good = draw(st.lists(st.sampled_from(["kill", "pause", "partition:majorities-ring", "kill:leader"]),
                              max_size=2))
         bad = draw(st.one_of(junk_text.filter(lambda t: t.strip() not in (
-            "kill", "pause", "partition", "power-cut", "leader-bounce", "zombie", "fast-leader-change", "none") and "," not in t
+            "kill", "pause", "partition", "power-cut", "leader-bounce", "zombie", "fast-leader-change", "none")
+            and "," not in t
             and ":" not in t), st.sampled_from(["kill:nowhere", "partition:", "zombie:x", "pause:bridge", ","])))
         faults = ",".join([*good, bad])
         assert faults.strip() not in ("", "none")
@@ -312,7 +314,8 @@ def bad_config(draw) -> tuple[dict, list[str]]:
         section = draw(st.sampled_from([*sorted(SECTIONS), "backend_options", "system_options", "checker"]))
         return {section: draw(st.one_of(int64, junk_text, st.lists(int64, max_size=2)))}, [section]
     if kind == "script":
-        entry = draw(st.sampled_from([{"at": -1, "action": "heal"}, {"at": 10**30, "action": "heal"}, {"at": "soon", "action": "heal"},
+        entry = draw(st.sampled_from([{"at": -1, "action": "heal"}, {"at": 10**30, "action": "heal"},
+                                      {"at": "soon", "action": "heal"},
                                       {"at": 1, "action": "start bogus"}, {"at": 1}, {"at": 1, "action": 7},
                                       {"at": math.inf, "action": "heal"}, {"at": 1, "action": "dance"}]))
         return {"nemesis": {"schedule": "scripted", "script": [entry]}}, ["nemesis.script"]
@@ -328,7 +331,8 @@ def bad_config(draw) -> tuple[dict, list[str]]:
         return {"backend": "netns", which: {key: 1}}, [which, key]
     key = draw(st.sampled_from([*CHECKER_KEYS, "colour"]))
     value = {"invalid": draw(st.sampled_from([["bogus"], "lost-write", 3])), "linearizability": "yes",
-             "linear_method": "guess", "search_budget": draw(st.sampled_from([0, -5, "many", 10**20])), "colour": 1}[key]
+             "linear_method": "guess", "search_budget": draw(st.sampled_from([0, -5, "many", 10**20])),
+             "colour": 1}[key]
     return {"checker": {key: value}}, [f"checker.{key}" if key != "colour" else "colour"]
 
 
@@ -393,7 +397,8 @@ def test_the_real_entry_point_refuses_the_same_way():
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     for argv, names in [(["run", "--nodes", "0"], ["nodes = 0"]),
                         (["run", "--nemesis", "kill,bogus"], ["nemesis.faults", "bogus"])]:
-        entry = [shutil.which("fencepost")] if shutil.which("fencepost") else [sys.executable, "-m", "fencepost.harness.cli"]
+        installed = shutil.which("fencepost")
+        entry = [installed] if installed else [sys.executable, "-m", "fencepost.harness.cli"]
         done = subprocess.run([*entry, *argv, *TRIPWIRE], cwd=WORK, env=env,
                               capture_output=True, text=True, timeout=120)
         refused(Outcome(done.returncode, done.stderr), *names)

@@ -161,7 +161,7 @@ def test_the_cli_names_file_and_line_of_a_corrupt_history_line():
     at = next(i for i, line in enumerate(history) if b'"nemesis"' in line)  # no client op depends on it
     history[at] = b"\xff\x00garbage\n"
     run_dir = write_run({**LINES, "history.jsonl": history})
-    done = subprocess.run([sys.executable, "-m", "fencepost.harness.cli", "check", str(run_dir), "--no-write"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-m", "fencepost.harness.cli", "check", str(run_dir), "--no-write"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "Traceback" not in done.stderr and f"history.jsonl:{at + 1}:" in done.stdout, done.stdout

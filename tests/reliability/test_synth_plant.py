@@ -50,7 +50,7 @@ def _base() -> SynthRun:
 def test_lost_write_missing_leaves_a_hole_below_later_records():
     planted = plant("lost-write/missing", _base(), 1)
     pf = planted.run.final[planted.partition]
-    o, v = planted.details["offset"], planted.details["value"]
+    o = planted.details["offset"]
     assert all(r[0] != o for r in pf.read) and pf.read[-1][0] > o
     assert all(r[0] != o for rf in pf.replicas.values() for r in rf.records)
     assert planted.details["how"] == "missing"

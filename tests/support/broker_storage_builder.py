@@ -193,7 +193,8 @@ def legacy_messages(magic: int, base_offset: int, values: Sequence[bytes], **kwa
     )
 
 
-def legacy_wrapper(magic: int, base_offset: int, values: Sequence[bytes], codec: str, timestamp: int = 1_700_000_000_000) -> bytes:
+def legacy_wrapper(magic: int, base_offset: int, values: Sequence[bytes], codec: str,
+                   timestamp: int = 1_700_000_000_000) -> bytes:
     """A compressed wrapper as brokers store it: v1 inner offsets relative, v0 absolute; wrapper at the last offset."""
     inner_base = 0 if magic == 1 else base_offset
     inner = b"".join(

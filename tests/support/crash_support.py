@@ -35,7 +35,8 @@ def leftovers(cluster: str) -> list[str]:
     found += [f"marked process {pid}" for pid in marked_processes(cluster)]
     if daemon_answers():
         for kind, argv in (("container", ["docker", "ps", "-aq"]), ("network", ["docker", "network", "ls", "-q"])):
-            done = subprocess.run([*argv, "--filter", f"label={CLUSTER_LABEL}={cluster}"], capture_output=True, text=True)
+            done = subprocess.run([*argv, "--filter", f"label={CLUSTER_LABEL}={cluster}"],
+                                  capture_output=True, text=True)
             found += [f"docker {kind} {line}" for line in done.stdout.split()]
     return found
 
@@ -43,7 +44,8 @@ def leftovers(cluster: str) -> list[str]:
 def others(ours: list[str]) -> tuple[list[str], list[int]]:
     """The namespaces and marked processes of other fencepost clusters (runs beside the suite,
     other tests' fixtures): while they stay the same, the machine's counts may be compared."""
-    return ([ns for ns in network.namespaces() if network.owned_namespace(ns) and not network.owned_namespace(ns, ours)],
+    return ([ns for ns in network.namespaces()
+             if network.owned_namespace(ns) and not network.owned_namespace(ns, ours)],
             sorted(pid for pid, cluster in marked_processes().items() if cluster not in ours))
 
 

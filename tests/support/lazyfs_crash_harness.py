@@ -23,7 +23,8 @@ from fencepost.clusters.lazyfs import LazyMount, LazyOptions  # noqa: E402
 def main(directory: str, cluster: str, seed: str) -> None:
     rng = random.Random(int(seed))
     root = Path(directory)
-    mounts = [LazyMount.mount(root / f"m{i}", root / f"b{i}", cluster, LazyOptions(model=rng.choice(["journal", "strict"])))
+    mounts = [LazyMount.mount(root / f"m{i}", root / f"b{i}", cluster,
+                              LazyOptions(model=rng.choice(["journal", "strict"])))
               for i in range(2)]
     subprocess.Popen(["sleep", "600"], cwd=mounts[0].mountpoint, env={**os.environ, CLUSTER_ENV: cluster},
                      start_new_session=True)

@@ -77,7 +77,8 @@ def poll(h: History, t: float, process: int, records: list[tuple[int, int, str]]
 
 STUCK, UNLOGGED, CRASHED = 100000, 100001, 100002
 STUCK_WHY = "stuck: fp-0 (read to 0, acknowledged to 97, no record for 45 s)"
-HEADER = "=== 2026-11-27T10:00:50.123Z client {p} flushed: {why}; 3 lines held, 0 earlier lines dropped by the ring ===\n"
+HEADER = ("=== 2026-11-27T10:00:50.123Z client {p} flushed: {why}; 3 lines held, "
+          "0 earlier lines dropped by the ring ===\n")
 
 
 def stuck_run(run_dir: Path, debug: str | None = "broker,fetch") -> Path:

@@ -25,7 +25,7 @@ from fencepost.clusters.hosts.base import CLUSTER_ENV
 from fencepost.clusters.hosts.process import free_port
 from fencepost.clusters.systems.kafka import config, dist, wire
 from fencepost.clusters.systems.kafka.options import KafkaOptions
-from tests.support.lazyfs_support import CLUSTER, lazy  # noqa: F401 (fixture)
+from tests.support.lazyfs_support import CLUSTER
 from tests.support.paths import ROOT
 
 pytestmark = [pytest.mark.integration, pytest.mark.root, pytest.mark.java, pytest.mark.slow]

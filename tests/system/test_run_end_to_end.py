@@ -108,8 +108,9 @@ def test_sigterm_mid_run_heals_tears_down_and_leaves_a_checkable_history(tmp_pat
 
     if os.geteuid() != 0:
         pytest.skip("the netns backend needs root")
-    harness = subprocess.Popen([sys.executable, "-m", "fencepost.harness.cli", "run", "--time-limit", "120", "--name", "term",
-                                "--nemesis-interval", "2", "--backend-option", "subnet=10.77.63.0/24"],
+    harness = subprocess.Popen([sys.executable, "-m", "fencepost.harness.cli", "run", "--time-limit", "120",
+                                "--name", "term", "--nemesis-interval", "2",
+                                "--backend-option", "subnet=10.77.63.0/24"],
                                cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                env={**os.environ, "PYTHONPATH": str(ROOT)})
     history_file = tmp_path / "results" / "term" / "latest" / "history.jsonl"

@@ -121,7 +121,8 @@ def test_records_acknowledged_while_the_read_runs_are_read_too(cluster):
             if stop.is_set():
                 break
             producer.produce(topic, f"w-{i}".encode(), partition=0,
-                             on_delivery=lambda err, m: err is None and acked.__setitem__(m.offset(), m.value().decode()))
+                             on_delivery=lambda err, m: err is None
+                             and acked.__setitem__(m.offset(), m.value().decode()))
             producer.flush(5)
             time.sleep(0.02)
 

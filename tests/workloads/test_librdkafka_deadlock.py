@@ -40,7 +40,8 @@ def test_the_schedule_fails_the_validation_requests_with_the_purged_broker(tmp_p
     assert "Sent OffsetForLeaderEpochRequest" in log
     assert "Decommissioning this broker" in log
     assert "OffsetForLeaderEpoch requested failed: Local: Broker handle destroyed without termination" in log
-    assert "OffsetForLeaderEpochRequest failed: Local: Broker handle destroyed without termination: actions Refresh" in log
+    assert ("OffsetForLeaderEpochRequest failed: Local: Broker handle destroyed without termination: "
+            "actions Refresh") in log
 
 
 @pytest.mark.slow
