@@ -51,7 +51,6 @@ import json
 import time
 from typing import Any
 
-from fencepost.broker.storage.checkpoints import REPLICATION_OFFSET_CHECKPOINT, CheckpointError, read_offset_checkpoint
 from fencepost.clusters import ClusterConfigError, HostError, PartitionView
 from fencepost.nemesis.context import NemesisContext
 from fencepost.nemesis.scenarios import Scenario, view_json
@@ -83,13 +82,8 @@ class DurabilityScenario(Scenario):
     def partition_log_bytes(self, ctx: NemesisContext, node: str) -> int | None:
         """The bytes of the scenario partition's log segments on the node's lazy disks as its
         programs see them (after a cut: what was durable); None when the node cannot tell."""
-        folders = ctx.cluster.disks.disk(node).folders
-        try:
-            done = ctx.cluster.hosts[node].run(["find", *folders, "-path", f"*/{ctx.topic}-{self.partition}/*.log",
-                                                "-printf", "%s\n"], timeout=LOG_BYTES_TIMEOUT_S, check=False)
-        except (HostError, OSError):
-            return None
-        return sum(int(n) for n in done.stdout.split()) if done.ok else None
+        return ctx.cluster.system.partition_log_bytes(ctx.cluster.hosts[node], ctx.cluster.disks.disk(node).folders,
+                                                      ctx.topic, self.partition, LOG_BYTES_TIMEOUT_S)
 
     def durable_log_end(self, ctx: NemesisContext, node: str) -> int | None:
         """The end offset of the scenario partition's log on the node's disks (after a cut: what
@@ -181,13 +175,10 @@ class Kip101Divergence(DurabilityScenario):
                                     f"the old leader {leader} kept {kept[leader]}"}
 
     def checkpointed_high_watermark(self, ctx: NemesisContext, node: str) -> int | None:
-        """The partition's high watermark in the node's durable replication-offset-checkpoint (Kafka's
-        layout, the own broker's too); None when it holds none."""
-        path = ctx.cluster.disks.durable_path(node, REPLICATION_OFFSET_CHECKPOINT)
-        try:
-            return read_offset_checkpoint(path).get((ctx.topic, self.partition))
-        except (CheckpointError, OSError):
-            return None
+        """The partition's high watermark in the node's durable replication-offset-checkpoint, as the
+        system reads its own files (Kafka's layout, the own broker's too); None when it holds none."""
+        return ctx.cluster.system.checkpointed_high_watermark(ctx.cluster.disks.durable_path(node), ctx.topic,
+                                                              self.partition)
 
 
 class LastReplicaStanding(DurabilityScenario):

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from fencepost.clusters.errors import ClusterConfigError
 from fencepost.clusters.hosts.base import Host, HostSet
 from fencepost.clusters.lazyfs.mount import LazyOptions
+from fencepost.clusters.systems import durable
 
 
 @dataclass(frozen=True)
@@ -150,6 +152,19 @@ class System(ABC):
         """The folders of `host` that go on lazy disks with `flush = "lazy"` (what the node must not
         lose: its logs and metadata); none for a node that keeps nothing (or keeps it elsewhere)."""
         return []
+
+    # -- what a node durably kept (nemesis/durability.py asks; clusters/systems/durable.py answers) -------
+
+    def partition_log_bytes(self, host: Host, folders: Sequence[str], topic: str, partition: int,
+                            timeout: float) -> int | None:
+        """The bytes of the partition's log segments in `folders` of `host` as its programs see them
+        (after a power cut: what was durable); None when the host cannot tell."""
+        return durable.partition_log_bytes(host, folders, topic, partition, timeout)
+
+    def checkpointed_high_watermark(self, data_dir: Path, topic: str, partition: int) -> int | None:
+        """The partition's high watermark in the replication-offset-checkpoint of `data_dir` (a
+        data folder of this machine: a lazy disk's durable copy); None when it holds none."""
+        return durable.checkpointed_high_watermark(data_dir, topic, partition)
 
     # -- roles and admin actions the faults use (nemesis/roles.py, nemesis/reassign.py) -------------
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from tests.support.paths import ROOT
@@ -74,17 +75,21 @@ def _imported(path: Path, root: Path) -> Iterator[tuple[int, str]]:
 
 def arrows(packages: tuple[str, ...] = PACKAGES, root: Path = ROOT) -> list[Arrow]:
     """Every import from one room into another, in the files of `packages` under `root`."""
+    return [arrow for package in packages for arrow in _package_arrows(package, root)]
+
+
+@lru_cache(maxsize=None)
+def _package_arrows(package: str, root: Path) -> tuple[Arrow, ...]:
     found = []
-    for package in packages:
-        for path in sorted((root / package).rglob("*.py")):
-            if "__pycache__" in path.parts or path == root / package / "__init__.py":
+    for path in sorted((root / package).rglob("*.py")):
+        if "__pycache__" in path.parts or path == root / package / "__init__.py":
+            continue
+        source = room_of(".".join(_module_of(path, root)), root)
+        for line, module in _imported(path, root):
+            target = room_of(module, root)
+            if target is None or target == source:
                 continue
-            source = room_of(".".join(_module_of(path, root)), root)
-            for line, module in _imported(path, root):
-                target = room_of(module, root)
-                if target is None or target == source:
-                    continue
-                if target in PACKAGES and module.split(".")[-1] in PACKAGES:
-                    continue  # `from fencepost.harness import _native`: the names count, not the package
-                found.append(Arrow(source, target, str(path.relative_to(root)), line, module))
-    return found
+            if target in PACKAGES and module.split(".")[-1] in PACKAGES:
+                continue  # `from fencepost.harness import _native`: the names count, not the package
+            found.append(Arrow(source, target, str(path.relative_to(root)), line, module))
+    return tuple(found)
