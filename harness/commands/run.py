@@ -7,10 +7,15 @@ Exit codes (docs/FORMATS.md): 0 valid, 1 invalid, 2 unknown, 254 bad spec, 255 c
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fencepost.harness.errors import EXIT_CRASH
+
+if TYPE_CHECKING:
+    from fencepost.harness.run.runner import RunOutcome
 
 NAME = "run"
 HELP = "run a chaos test end to end: cluster, traffic, faults, heal, final reads, check, report"
@@ -67,15 +72,12 @@ def _choices(names: tuple[str, ...]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from fencepost.harness.check.liveness import describe as describe_liveness
-    from fencepost.harness.check.premise import describe as describe_premise
     from fencepost.harness.commands.cluster import parse_backend_options
     from fencepost.harness.index.page import refresh_index
     from fencepost.harness.provenance import python_reader_notice
     from fencepost.harness.run.progress import Progress
     from fencepost.harness.run.runner import RunError, run_test
     from fencepost.harness.run.spec import build_spec, load_toml
-    from fencepost.harness.rundir.record import verdict_word
 
     notice = python_reader_notice()
     if notice is not None:
@@ -104,21 +106,56 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_CRASH
     finally:
         refresh_index(Path(spec.results))
+    for line in summary_lines(outcome, spec.system):
+        print(line)
+    return outcome.exit_code
+
+
+OWN_SYSTEM = "own brokers (fencepost's Kafka-protocol implementation)"
+KAFKA_MODES = {"zk": "ZooKeeper", "kraft": "KRaft"}
+
+
+def system_tested(run_dir: Path, system: str) -> str:
+    """The system a run tested, in words: the own brokers, or `Apache Kafka 3.9.1 (KRaft)` as the
+    run's test.json recorded the release and its mode (a --kafka-home release reports its own
+    version); the system asked for, without a mode, when the run stopped before recording them."""
+    from fencepost.clusters import is_kafka
+    from fencepost.harness.rundir.names import TEST_FILE
+
+    if not is_kafka(system):
+        return OWN_SYSTEM
+    try:
+        test = json.loads((run_dir / TEST_FILE).read_text())
+    except (OSError, ValueError):
+        test = {}
+    versions = test.get("versions") if isinstance(test, dict) else None
+    versions = versions if isinstance(versions, dict) else {}
+    release = versions.get("kafka") or system.partition(":")[2] or "(an unpacked distribution)"
+    mode = KAFKA_MODES.get(versions.get("mode"))
+    return f"Apache Kafka {release}" + (f" ({mode})" if mode else "")
+
+
+def summary_lines(outcome: RunOutcome, system: str) -> list[str]:
+    """What `fencepost run` prints at its end: the verdict with the anomalies found, the system
+    tested, liveness and premise findings, problems, the run directory, the report, timings."""
+    from fencepost.harness.check.liveness import describe as describe_liveness
+    from fencepost.harness.check.premise import describe as describe_premise
+    from fencepost.harness.rundir.record import verdict_word
+
     verdict = verdict_word(outcome.check.valid if outcome.check else None)
     counts = outcome.check.results.get("anomaly_counts", {}) if outcome.check else {}
     found = ", ".join(f"{name} {n}" for name, n in counts.items() if n)
-    print(f"verdict: {verdict}" + (f" ({found})" if found else ""))
+    lines = [f"verdict: {verdict}" + (f" ({found})" if found else ""),
+             f"system: {system_tested(outcome.run_dir, system)}"]
     if outcome.check is not None:
-        for line in describe_liveness(outcome.check.results.get("liveness") or {}, outcome.run_dir):
-            print(f"  liveness: {line}")
-        for line in describe_premise(outcome.check.results.get("premise") or {}):
-            print(f"  premise: {line}")
-    for problem in outcome.problems:
-        print(f"  note: {problem}")
-    print(f"run directory: {outcome.run_dir}")
+        lines += [f"  liveness: {line}"
+                  for line in describe_liveness(outcome.check.results.get("liveness") or {}, outcome.run_dir)]
+        lines += [f"  premise: {line}" for line in describe_premise(outcome.check.results.get("premise") or {})]
+    lines += [f"  note: {problem}" for problem in outcome.problems]
+    lines.append(f"run directory: {outcome.run_dir}")
     if outcome.report is not None:
-        print(f"report: {outcome.report}")
+        lines.append(f"report: {outcome.report}")
     timings = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in outcome.timings.items())
     if timings:
-        print(f"timings: {timings}")
-    return outcome.exit_code
+        lines.append(f"timings: {timings}")
+    return lines
