@@ -4,8 +4,8 @@ modes the harness names (clusters/modes.py) are the broker's own copy's (broker/
 kept apart because the broker imports nothing of the project); and the rooms of clusters/ whose
 order is settled import only downward, per FORBIDDEN (the lazy filesystem, clusters/lazyfs, is a
 tool the hosts use: it takes this machine's processes from clusters/processes.py, never the hosts).
-What is checked of a system's own files is the broker's too (the checkpoint the System reads).
-The rules between the packages: tests/harness/test_layering.py."""
+The System's own reader of the broker's checkpoint is held to the broker's by
+tests/clusters/test_system_durable.py. The rules between the packages: tests/harness/test_layering.py."""
 from __future__ import annotations
 
 import re
@@ -16,7 +16,7 @@ from fencepost import clusters
 from tests.support.imports import arrows
 from tests.support.paths import ROOT
 
-# (importing room, room it must never reach): hosts/docker/disk.py importing clusters/lazyfs is the way it goes
+# (importing room, room it must never reach): the disks and the hosts import clusters/lazyfs, not the other way
 FORBIDDEN = (("clusters/lazyfs", "clusters/hosts"),)
 DEEP_IMPORT = re.compile(r"^\s*(?:from|import) fencepost\.clusters\.([\w.]+)", re.M)
 
