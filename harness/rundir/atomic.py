@@ -27,7 +27,7 @@ import secrets
 import stat
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO, Any, Callable, Iterator
 
 from fencepost.harness.errors import BadInput
 from fencepost.harness.rundir.safe_names import contained, safe_name
@@ -49,7 +49,7 @@ class NotRegularFile(BadInput, OSError):
         super().__init__(errno.EEXIST, message, str(path))
 
     def __str__(self) -> str:
-        return self.strerror
+        return str(self.strerror)
 
 
 def write_atomically(path: Path | str, data: bytes | str) -> None:
@@ -61,7 +61,7 @@ def write_atomically(path: Path | str, data: bytes | str) -> None:
 
 
 @contextmanager
-def atomic_file(path: Path | str, mode: str = "wb", encoding: str | None = None) -> Iterator[IO]:
+def atomic_file(path: Path | str, mode: str = "wb", encoding: str | None = None) -> Iterator[IO[Any]]:
     """A file object whose content replaces `path` when the block ends without an error
     (module doc); `mode` "wb" or "w" (text, `encoding` default UTF-8)."""
     if mode not in ("wb", "w"):
@@ -191,7 +191,7 @@ def _same_file(path: Path, st: os.stat_result) -> bool:
     return (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino)
 
 
-def _partial_of(name: str):
+def _partial_of(name: str) -> Callable[[str], bool]:
     """Whether an entry's name is a temporary file of a writer of `name` (a test on names)."""
     prefix = f".{_stem(name)}."
 
@@ -206,7 +206,7 @@ def remove_stale_partials(folder: Path | str, name: str | None = None) -> list[P
     any file); returns them. A live writer's (its lock held) and anything but a regular file
     are left alone."""
     is_partial = _ANY_PARTIAL.fullmatch if name is None else _partial_of(name)
-    removed = []
+    removed: list[Path] = []
     try:
         entries = list(os.scandir(folder))
     except (FileNotFoundError, NotADirectoryError):

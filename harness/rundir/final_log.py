@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Union
+from typing import Any, Iterator, Union, cast
 
 import orjson
 
@@ -121,24 +121,25 @@ def read_final(path: Path | str, problems: Problems | None = None) -> FinalLog:
     reads = log.reads
     replicas = log.replicas
     reader = FinalReader(path, problems)
+    # the kind tells the item's type and whether there is a node (FinalEntry)
     for kind, key, node, item in reader:
         if kind == "read":
             records = reads.get(key)
             if records is None:
                 records = reads[key] = []
-            records.append(item)
+            records.append(cast(Record, item))
         elif kind == "replica":
             nodes = replicas.get(key)
             if nodes is None:
                 nodes = replicas[key] = {}
-            records = nodes.get(node)
+            records = nodes.get(cast(str, node))
             if records is None:
-                records = nodes[node] = []
-            records.append(item)
+                records = nodes[cast(str, node)] = []
+            records.append(cast(Record, item))
         elif kind == "replica-state":
-            log.replica_states.setdefault(key, {})[node] = item
+            log.replica_states.setdefault(key, {})[cast(str, node)] = cast(ReplicaState, item)
         else:
-            log.add_read_state(key, item)
+            log.add_read_state(key, cast(bool, item))
     log.lines = reader.lines
     if reader.torn is not None:
         log.torn = True
@@ -285,6 +286,7 @@ class FinalReader:
                     else:
                         yield kind, key, None, complete
                 else:
+                    assert node is not None  # read above for every kind but read and read-state
                     state, held = _replica_state(d, node)
                     if state is not None:
                         yield kind, key, node, state
@@ -293,7 +295,7 @@ class FinalReader:
         self.lines = number
 
 
-def _replica_state(d: dict, node: str) -> tuple[ReplicaState | None, str | None]:
+def _replica_state(d: dict[str, Any], node: str) -> tuple[ReplicaState | None, str | None]:
     leo = d.get("log_end_offset")
     hw = d.get("high_watermark")
     epoch = d.get("leader_epoch")
@@ -317,7 +319,7 @@ def _replica_state(d: dict, node: str) -> tuple[ReplicaState | None, str | None]
     return ReplicaState(node, leo, hw, epoch, pairs), None
 
 
-def _missing_or_bad(d: dict, name: str, expected: str) -> str:
+def _missing_or_bad(d: dict[str, Any], name: str, expected: str) -> str:
     if name not in d:
         return f"field \"{name}\": missing (expected {expected})"
     if type(d[name]) is int and not _int(d[name]):

@@ -38,7 +38,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from operator import itemgetter
 from pathlib import Path
-from typing import Any, Iterator, Literal
+from typing import Any, Iterator, Literal, TypeGuard
 
 import orjson
 
@@ -69,7 +69,7 @@ class Op:
     __slots__ = ("index", "time", "process", "type", "f", "value", "error", "extra")
 
     def __init__(self, index: int, time: int, process: int | str, type: str, f: str,
-                 value: Any = None, error: str | None = None, extra: dict | None = None):
+                 value: Any = None, error: str | None = None, extra: dict[str, Any] | None = None):
         self.index = index
         self.time = time
         self.process = process
@@ -130,7 +130,7 @@ class HistoryCounts:
     lines: int = 0
     ops: int = 0  # valid lines
     nemesis: int = 0
-    by_f_type: Counter = field(default_factory=Counter)
+    by_f_type: Counter[tuple[str, str]] = field(default_factory=Counter)
     torn: bool = False  # the last line had no terminating newline (ignored: its op is unknown)
 
     def by_f(self) -> dict[str, dict[str, int]]:
@@ -218,6 +218,7 @@ class HistoryWriter:
 
     def _flush_loop(self) -> None:
         fd = self._fd
+        assert fd is not None  # open() sets it before it starts this thread
         while True:
             self._dirty.wait()
             if self._closing.is_set():
@@ -416,7 +417,7 @@ class HistoryReader:
                 except KeyError:
                     held = _header_error(d, index)
                     continue
-                v = d.get("value")
+                v: Any = d.get("value")  # any JSON value; checked per f below
                 er = d.get("error")
                 if (type(i) is not int or i != index or type(t) is not int or not 0 <= t <= int64_max
                         or type(ty) is not str or ty not in types or type(f) is not str
@@ -479,20 +480,20 @@ class HistoryReader:
                         if not pair:
                             yield Op(index, t, p, ty, f, v, er, extra)
                     else:
-                        invoke = pending.get(p)
-                        if (invoke is None or invoke[2] != f
-                                or (f == "send" and (v["value"] != invoke[3]["value"]
-                                                     or v["partition"] != invoke[3]["partition"]
-                                                     or v["topic"] != invoke[3]["topic"]))):
-                            held = _completion_error(p, ty, f, v, invoke)
-                            if invoke is not None:
+                        opened = pending.get(p)
+                        if (opened is None or opened[2] != f
+                                or (f == "send" and (v["value"] != opened[3]["value"]
+                                                     or v["partition"] != opened[3]["partition"]
+                                                     or v["topic"] != opened[3]["topic"]))):
+                            held = _completion_error(p, ty, f, v, opened)
+                            if opened is not None:
                                 del pending[p]  # a bad completion: the outcome is unknown
                                 if pair:
-                                    yield _unfinished(p, invoke)
+                                    yield _unfinished(p, opened)
                             continue
                         del pending[p]
                         if pair:
-                            yield Operation(p, f, invoke[0], invoke[1], invoke[3], ty, index, t, v, er,
+                            yield Operation(p, f, opened[0], opened[1], opened[3], ty, index, t, v, er,
                                             grouped if f == "poll" and ty == "ok" else None)
                         else:
                             yield Op(index, t, p, ty, f, v, er, extra)
@@ -529,7 +530,7 @@ class HistoryReader:
                 yield _unfinished(p, invoke)
 
 
-def _header_error(d: dict, index: int) -> str:
+def _header_error(d: dict[str, Any], index: int) -> str:
     """What is wrong with the required fields of a line (one that has a problem)."""
     for name in ("index", "time", "process", "type", "f"):
         if name not in d:
@@ -573,7 +574,7 @@ _TYPE_SET = frozenset(TYPES)
 _REQUIRED = itemgetter("index", "time", "process", "type", "f")
 
 
-def _field_error(d: dict, name: str, what: str) -> str:
+def _field_error(d: dict[str, Any], name: str, what: str) -> str:
     if name not in d:
         return f"field \"{name}\": missing (required: index, time, process, type, f)"
     return f"field \"{name}\": {_show(d[name])} {what}"
@@ -587,12 +588,12 @@ TORN = ("it has no terminating newline (a torn write): the operation it held is 
         "verdict cannot be valid")
 
 
-def _int(value: Any) -> bool:
+def _int(value: Any) -> TypeGuard[int]:
     """An integer within int64 (orjson reads those below INT64_MIN as floats)."""
     return type(value) is int and value <= INT64_MAX
 
 
-def _offset(value: Any) -> bool:
+def _offset(value: Any) -> TypeGuard[int]:
     """An offset: an integer from 0 within int64 (Kafka's are never negative)."""
     return type(value) is int and 0 <= value <= INT64_MAX
 
@@ -697,7 +698,10 @@ def _group_records(v: Any, shared: dict[tuple[str, int], dict[int, tuple[int, st
     if type(v) is not dict or type(v.get("records")) is not list:
         return _expect("value", v, 'an object {"records": [...]}')
     grouped: dict[tuple[str, int], list[tuple[int, str]]] = {}
-    topic = partition = group = known = None
+    topic = partition = None
+    # both set at the first record (its partition is never None): empty only for the type
+    group: list[tuple[int, str]] = []
+    known: dict[int, tuple[int, str]] = {}
     for record in v["records"]:  # runs millions of times: kept lean
         if type(record) is not dict:
             return _poll_record_error(v["records"])
@@ -714,12 +718,8 @@ def _group_records(v: Any, shared: dict[tuple[str, int], dict[int, tuple[int, st
             if type(topic) is not str:
                 return _poll_record_error(v["records"])
             partition = p
-            group = grouped.get((topic, p))
-            if group is None:
-                group = grouped[(topic, p)] = []
-            known = shared.get((topic, p))
-            if known is None:
-                known = shared[(topic, p)] = {}
+            group = grouped.setdefault((topic, p), [])
+            known = shared.setdefault((topic, p), {})
         pair = known.get(offset)
         if pair is None:
             pair = known[offset] = (offset, value)
@@ -729,7 +729,7 @@ def _group_records(v: Any, shared: dict[tuple[str, int], dict[int, tuple[int, st
     return grouped
 
 
-def _poll_record_error(records: list) -> str:
+def _poll_record_error(records: list[Any]) -> str:
     """What is wrong with the first bad record of a poll."""
     for n, record in enumerate(records):
         if type(record) is not dict:
@@ -778,7 +778,7 @@ def _check_commit(v: Any) -> str | None:
     return None
 
 
-def _send_mismatch(invoked: dict, completed: dict, invoke_index: int) -> str:
+def _send_mismatch(invoked: dict[str, Any], completed: dict[str, Any], invoke_index: int) -> str:
     for key in ("topic", "partition", "value"):
         if completed.get(key) != invoked.get(key):
             return (f"field \"value.{key}\": {_show(completed.get(key))} differs from the invoke at "

@@ -10,6 +10,7 @@ has no results.json, a history written by hand no test.json.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -104,8 +105,9 @@ def configuration_of(test: dict[str, Any]) -> Configuration:
     given system options (mode, elr, broker_config, ...) are another configuration of their
     system: its name carries them, `kafka:4.1.1[elr=false]`."""
     system = str(test.get("system") or "own")
-    nemesis = test.get("nemesis") if isinstance(test.get("nemesis"), dict) else {}
-    versions = test.get("versions") if isinstance(test.get("versions"), dict) else {}
+    given_nemesis, given_versions = test.get("nemesis"), test.get("versions")
+    nemesis: dict[str, Any] = given_nemesis if isinstance(given_nemesis, dict) else {}
+    versions: dict[str, Any] = given_versions if isinstance(given_versions, dict) else {}
     release = str(versions.get("kafka") or system.partition(":")[2] or ("own" if system == "own" else ""))
     return Configuration(system, variant(test.get("system_options")),
                          str(test.get("truncation") or default_truncation(system)),
@@ -158,6 +160,19 @@ def verdict_word(valid: Any) -> str:
     return "unknown"
 
 
+def timings_text(timings: dict[str, float]) -> str:
+    """`run to first op 1.7 s, last op to verdict 2.3 s`: a run's timings as fencepost.log's
+    verdict line gives them (read back by `logged_timing`)."""
+    return ", ".join(f"{name} {seconds:.1f} s" for name, seconds in timings.items())
+
+
+def logged_timing(text: str, name: str) -> float | None:
+    """The seconds of timing `name` in a `timings: ...` list that `timings_text` wrote into
+    `text` (fencepost.log); None if it holds none."""
+    found = re.search(rf"timings: (?:[^;\n]*?, )?{re.escape(name)} ([0-9.]+) s", text)
+    return float(found.group(1)) if found else None
+
+
 def partition_name(topic: str, partition: int) -> str:
     return f"{topic}-{partition}"
 
@@ -184,7 +199,7 @@ def one_line(example: dict[str, Any], limit: int = 110) -> str:
     if "topic" in example and "partition" in example:
         where = f"{partition_name(example['topic'], example['partition'])} "
     if isinstance(example.get("explanation"), str):
-        text = where + example["explanation"]
+        text = where + str(example["explanation"])
     else:
         details = {k: v for k, v in example.items()
                    if k not in ("type", "topic", "partition", "history", "counterexample")}
