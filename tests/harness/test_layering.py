@@ -117,3 +117,15 @@ def test_the_rules_catch_an_arrow_against_them(tmp_path):
     assert [line.split(":")[0] for line in layers] == ["harness/check/liveness.py"] * 2
     forbidden = forbidden_arrows(tmp_path)
     assert {line.split(":")[0] for line in forbidden} == {"nemesis/durability.py", "checkers/check.py"}
+
+
+def test_the_architecture_page_draws_these_layers():
+    """docs/ARCHITECTURE.md draws the harness's rooms one layer a line, the highest first."""
+    text = (ROOT / "docs" / "ARCHITECTURE.md").read_text()
+    picture = text[text.index("\nharness/ "):].split("\n")[2:]
+    drawn = []
+    for line in picture:
+        if not line.startswith("             ") or not line.strip():
+            break
+        drawn.append(tuple(f"harness/{name}" for name in line.split()))
+    assert tuple(reversed(drawn)) == LAYERS, "draw LAYERS in docs/ARCHITECTURE.md as they stand here"
