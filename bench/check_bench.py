@@ -57,7 +57,7 @@ poll order 0.11, unseen 0.18, the linearizability witness 0.24). The checks,
 in Python, are three quarters of the CPU time. Without the C reader, each
 partition is copied into fresh memory (`loading.fresh_copy`) before its
 check, as the loaded objects lie scattered over the heap. Designs measured
-and not kept: README "Benchmarks".
+and not kept: docs/BENCHMARKS.md, "Every bench script".
 
 Usage: python bench/check_bench.py [--dir DIR] [--jobs N] [--lines N] [--seed S] [--repeat R]
                                    [--no-python-reader]

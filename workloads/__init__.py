@@ -8,6 +8,6 @@
 - `ClientRecorder`, `Done`, `WorkloadConfigError` (recording.py); messages.py turns a
   consumed message into a record
 
-Workloads get their recorder from the harness and never import it (README, Layout);
+Workloads get their recorder from the harness and never import it (docs/README.md, Layout);
 `harness/run/scheduler.py` drives them.
 """

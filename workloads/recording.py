@@ -3,7 +3,7 @@ callback that tells whoever drives a workload that an operation ended.
 
 The recorder is anything with `invoke(process, f, value) -> handle` and
 `complete(handle, type, value, error)` — in a run, `harness.rundir.history.Recorder`
-(this package never imports harness; README, Layout). `Done` is called once per
+(this package never imports harness; docs/README.md, Layout). `Done` is called once per
 operation, after its completion is recorded, with the process id and the
 completion type (`ok`, `fail` or `info`).
 """

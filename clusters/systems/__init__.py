@@ -1,4 +1,4 @@
-"""What runs on the hosts (README, Layout): `own` (the project's broker and controller)
+"""What runs on the hosts (docs/README.md, Layout): `own` (the project's broker and controller)
 and `kafka:VERSION` (stock Apache Kafka, clusters/systems/kafka/).
 
 A system is a `System` (systems/base.py); `system_for(name, options)` picks one.

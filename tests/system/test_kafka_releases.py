@@ -7,7 +7,7 @@ Also: each release resolved once and never again, and what cannot run refused be
 starts (exit 254, with a message).
 
 The measured rates behind these claims (10 runs a cell, Fisher's exact test between releases)
-are campaigns/releases.toml's, in README.md and docs/KAFKA.md; here a bug must show in at most
+are campaigns/releases.toml's, in docs/KAFKA.md; here a bug must show in at most
 three targeted runs, and a fix must hold in one.
 """
 from __future__ import annotations
