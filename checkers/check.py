@@ -36,7 +36,7 @@ class PartitionReport:
     linearizable: bool | None = None  # None: not searched, or the search gave up
     linear_explored: int = 0
     linear_method: str | None = None  # "witness" or "search": what decided
-    counterexample: list[dict] = field(default_factory=list)
+    counterexample: list[dict[str, Any]] = field(default_factory=list)
     linear_html: str | None = None
     # Why this partition's verdict cannot be `valid` even without anomalies.
     unknown_reasons: list[str] = field(default_factory=list)
@@ -47,7 +47,7 @@ class LinearResult:
     linearizable: bool | None
     explored: int
     method: str | None
-    counterexample: list[dict]
+    counterexample: list[dict[str, Any]]
     html: str | None
 
 

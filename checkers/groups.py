@@ -51,7 +51,8 @@ def possible_offsets(resume: Resume, commits: Sequence[Commit]) -> set[int]:
     if settled:
         latest_invoke = max(c.invoke_index for c in settled)
         # c is overwritten when another settled commit was invoked after c completed
-        possible.update(c.offset for c in settled if not c.complete_index < latest_invoke)
+        possible.update(c.offset for c in settled
+                        if c.complete_index is not None and not c.complete_index < latest_invoke)
     else:
         possible.add(0)
     settled_ids = {id(c) for c in settled}

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import sys
 from bisect import bisect_left
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import accumulate, chain, compress, count, repeat
 from operator import attrgetter, itemgetter, le
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, TypeVar, cast
 
 from fencepost.checkers.anomaly import (
     ABORTED_READ,
@@ -36,9 +36,20 @@ from fencepost.checkers.partition import PartitionHistory, Poll, Send
 MAX_LISTED = 20
 
 Op = Send | Poll
+Earlier = TypeVar("Earlier", Send, Poll)  # the ops _overtaken sweeps: acked sends or ok polls
 
 
-def op_refs(ops: Iterable[Op]) -> dict[str, Any]:
+class _Indexed(Protocol):
+    """What op_refs reads of an op (a Send, Poll, Commit or Resume)."""
+
+    @property
+    def invoke_index(self) -> int: ...
+
+    @property
+    def complete_index(self) -> int | None: ...
+
+
+def op_refs(ops: Iterable[_Indexed]) -> dict[str, Any]:
     """`{"ops": [[invoke_index, complete_index], ...]}` sorted by invoke index,
     deduplicated, at most MAX_LISTED, plus `ops_total` when cut."""
     refs = sorted({(op.invoke_index, op.complete_index) for op in ops}, key=lambda r: r[0])
@@ -276,6 +287,7 @@ def lost_writes(ph: PartitionHistory, obs: Observations) -> LostWrites:
     final_at = obs.final_at
     for s in obs.acked:
         o, v = s.offset, s.value
+        assert o is not None  # acked: the ok sends with an offset
         if final_at.get(o) == v:
             continue
         if not obs.reached(o):
@@ -303,7 +315,7 @@ def lost_writes(ph: PartitionHistory, obs: Observations) -> LostWrites:
         lost_at[s.value], info[s.value] = reached[0], s
     readers: dict[str, list[Op]] = {}
     for seen in sightings(ph, values=set(lost_at)):
-        if seen.by == "poll" and seen.offset == lost_at[seen.value]:
+        if seen.by == "poll" and seen.op is not None and seen.offset == lost_at[seen.value]:
             readers.setdefault(seen.value, []).append(seen.op)
     for v, o in lost_at.items():
         anomalies.append(_lost(ph, obs, info[v], o, [info[v], *readers.get(v, ())],
@@ -346,8 +358,8 @@ def duplicates(ph: PartitionHistory, obs: Observations) -> list[Anomaly]:
     out = []
     for v in sorted(obs.multi_offsets, key=lambda v: (min(obs.multi_offsets[v]), v)):
         offsets = obs.offsets_of(v)
-        seen = by_value.get(v, [])
-        details = {"value": v, "offsets": offsets, **_observed(seen), **op_refs(_ops_of(seen)),
+        sights = by_value.get(v, [])
+        details = {"value": v, "offsets": offsets, **_observed(sights), **op_refs(_ops_of(sights)),
                    "explanation": f"{v!r} was seen at {len(offsets)} offsets {offsets}; "
                                   f"a value is written once, so it belongs at one"}
         out.append(Anomaly(DUPLICATE, ph.topic, ph.partition, details))
@@ -364,8 +376,8 @@ def inconsistent_offsets(ph: PartitionHistory, obs: Observations) -> list[Anomal
     out = []
     for o in sorted(obs.multi_values):
         values = obs.values_at(o)
-        seen = by_offset.get(o, [])
-        details = {"offset": o, "values": values, **_observed(seen), **op_refs(_ops_of(seen)),
+        sights = by_offset.get(o, [])
+        details = {"offset": o, "values": values, **_observed(sights), **op_refs(_ops_of(sights)),
                    "explanation": f"offset {o} was seen holding {len(values)} different values "
                                   f"{values}; a log offset holds one record for good"}
         out.append(Anomaly(INCONSISTENT_OFFSETS, ph.topic, ph.partition, details))
@@ -386,7 +398,7 @@ def truncated_reads(ph: PartitionHistory, obs: Observations) -> list[Anomaly]:
         return []
     found: dict[tuple[int, str], list[Op]] = {}
     for seen in sightings(ph, offsets={o for o, _ in suspects}):
-        if seen.by == "poll" and (seen.offset, seen.value) in suspects:
+        if seen.by == "poll" and seen.op is not None and (seen.offset, seen.value) in suspects:
             found.setdefault((seen.offset, seen.value), []).append(seen.op)
     out = []
     for (o, v), polls in sorted(found.items()):
@@ -416,8 +428,8 @@ def _landing(obs: Observations, send: Send) -> int | None:
     return obs.lowest_offset_of(send.value)
 
 
-def _overtaken(obs: Observations, earlier: list[Op],
-               marks: list[int]) -> Iterator[tuple[Op, int, Send, int]]:
+def _overtaken(obs: Observations, earlier: Sequence[Earlier],
+               marks: list[int]) -> Iterator[tuple[Earlier, int, Send, int]]:
     """Sweep for the two checks below. `earlier` are ops sorted by completion
     index, `marks[i]` the highest offset `earlier[i]` vouches for. Yields
     (E, mark, B, b) for every send B (not failed) whose value sits at b <= mark,
@@ -427,7 +439,7 @@ def _overtaken(obs: Observations, earlier: list[Op],
     if not earlier:
         return
     completed = list(map(_complete_index, earlier))
-    highs = list(accumulate(marks, max))  # highs[i]: highest mark in earlier[:i + 1]
+    highs: list[int] = list(accumulate(marks, max))  # highs[i]: highest mark in earlier[:i + 1]
     later, lands = obs.writes, obs.landings
     before = list(map(bisect_left, repeat(completed), map(_invoke_index, later)))
     reach = map((-1, *highs).__getitem__, before)  # -1: nothing completed before
@@ -453,7 +465,8 @@ def nonmonotonic_sends(ph: PartitionHistory, obs: Observations) -> list[Anomaly]
     at some b <= a (B's ack, or where the final read or an ok poll saw it)."""
     acked = sorted((s for s in obs.acked if s.complete_index is not None), key=_complete_index)
     out = []
-    for a_send, a, b_send, b in _overtaken(obs, acked, [s.offset for s in acked]):
+    # acked: the ok sends with an offset
+    for a_send, a, b_send, b in _overtaken(obs, acked, cast(list[int], [s.offset for s in acked])):
         out.append(Anomaly(NONMONOTONIC_SEND, ph.topic, ph.partition, {
             "value": b_send.value, "offset": b, "send_outcome": b_send.outcome,
             "earlier_value": a_send.value, "earlier_offset": a, **op_refs([a_send, b_send]),
@@ -506,9 +519,9 @@ def _unexplained(ph: PartitionHistory, obs: Observations, values: set[str], name
     out = []
     for v in sorted(values, key=lambda v: (obs.lowest_offset_of(v), v)):
         offsets = obs.offsets_of(v)
-        seen = by_value.get(v, [])
-        details = {"value": v, "offsets": offsets, **_observed(seen),
-                   **op_refs([*_ops_of(seen), *obs.writers_of(v)]),
+        sights = by_value.get(v, [])
+        details = {"value": v, "offsets": offsets, **_observed(sights),
+                   **op_refs([*_ops_of(sights), *obs.writers_of(v)]),
                    "explanation": explanation.format(v=v, offsets=offsets)}
         out.append(Anomaly(name, ph.topic, ph.partition, details))
     return out

@@ -37,7 +37,7 @@ class Counterexample:
     checks: int = 0  # searches the minimiser ran
 
 
-def minimize(model: Model, ops: Sequence[Op], budget: int = DEFAULT_BUDGET,
+def minimize(model: Model[Any], ops: Sequence[Op], budget: int = DEFAULT_BUDGET,
              deepest: Deepest | None = None,
              describe: Callable[[Op], str] | None = None) -> Counterexample | None:
     """A 1-minimal non-linearizable subset of `ops`, explained. Passing
@@ -49,7 +49,7 @@ def minimize(model: Model, ops: Sequence[Op], budget: int = DEFAULT_BUDGET,
 
 
 class _Minimizer:
-    def __init__(self, model: Model, budget: int, describe: Callable[[Op], str]) -> None:
+    def __init__(self, model: Model[Any], budget: int, describe: Callable[[Op], str]) -> None:
         self.model = model
         self.budget = budget
         self.describe = describe

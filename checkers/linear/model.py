@@ -157,17 +157,17 @@ _NO_SEARCH_HINTS = SearchHints()
 _NO_MINIMISE_HINTS = MinimiseHints()
 
 
-def search_hints(model: Model) -> SearchHints:
+def search_hints(model: Model[Any]) -> SearchHints:
     """`model`'s search hints, or the harmless defaults."""
     return model if isinstance(model, SearchHints) else _NO_SEARCH_HINTS
 
 
-def minimise_hints(model: Model) -> MinimiseHints:
+def minimise_hints(model: Model[Any]) -> MinimiseHints:
     """`model`'s minimisation hints, or the harmless defaults."""
     return model if isinstance(model, MinimiseHints) else _NO_MINIMISE_HINTS
 
 
-def why_not(model: Model, state: Any, op: Op) -> str:
+def why_not(model: Model[Any], state: Any, op: Op) -> str:
     """Why `op` is not allowed in `state`: the model's words if it `Explains`, else generic ones."""
     if isinstance(model, Explains):
         return model.why_not(state, op)

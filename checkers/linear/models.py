@@ -23,7 +23,8 @@ def _kind(op: Op) -> str:
     inp = op.input
     if not isinstance(inp, tuple) or not inp:
         raise TypeError(f"op {op.id}: input {inp!r} is not a (kind, ...) tuple")
-    return inp[0]
+    kind: str = inp[0]
+    return kind
 
 
 class RegisterModel(Model[Hashable], SearchHints, MinimiseHints, Explains):
@@ -40,7 +41,8 @@ class RegisterModel(Model[Hashable], SearchHints, MinimiseHints, Explains):
     def step(self, state: Hashable, op: Op) -> Hashable | None:
         kind = _kind(op)
         if kind == "write":
-            return op.input[1]
+            written: Hashable = op.input[1]
+            return written
         if kind == "read":
             return state if op.output is None or op.output == state else None
         if kind == "cas":
@@ -90,15 +92,15 @@ class RegisterModel(Model[Hashable], SearchHints, MinimiseHints, Explains):
         return ()
 
 
-class SetModel(Model[frozenset], SearchHints, MinimiseHints, Explains):
+class SetModel(Model[frozenset[Hashable]], SearchHints, MinimiseHints, Explains):
     """A grow-only set: add an element, read the whole set."""
 
     name = "set"
 
-    def init(self) -> frozenset:
+    def init(self) -> frozenset[Hashable]:
         return frozenset()
 
-    def step(self, state: frozenset, op: Op) -> frozenset | None:
+    def step(self, state: frozenset[Hashable], op: Op) -> frozenset[Hashable] | None:
         kind = _kind(op)
         if kind == "add":
             return state | {op.input[1]}
@@ -109,7 +111,7 @@ class SetModel(Model[frozenset], SearchHints, MinimiseHints, Explains):
     def is_read_only(self, op: Op) -> bool:
         return _kind(op) == "read"
 
-    def is_dead(self, state: frozenset, op: Op) -> bool:
+    def is_dead(self, state: frozenset[Hashable], op: Op) -> bool:
         # The set only grows: once it holds an element the read lacks, never again.
         return _kind(op) == "read" and op.output is not None and not state <= frozenset(op.output)
 
@@ -118,14 +120,14 @@ class SetModel(Model[frozenset], SearchHints, MinimiseHints, Explains):
             return f"add({op.input[1]!r})"
         return f"read() -> {'?' if op.output is None else self._show(op.output)}"
 
-    def describe_state(self, state: frozenset) -> str:
+    def describe_state(self, state: frozenset[Hashable]) -> str:
         return self._show(state)
 
     @staticmethod
     def _show(items: Iterable[Any]) -> str:
         return "{" + ", ".join(sorted(map(repr, items))) + "}"
 
-    def why_not(self, state: frozenset, op: Op) -> str:
+    def why_not(self, state: frozenset[Hashable], op: Op) -> str:
         return f"the set is {self._show(state)}"
 
     def provides(self, op: Op) -> Iterable[Hashable]:

@@ -24,6 +24,7 @@ import sys
 from collections.abc import Sequence
 from itertools import accumulate, chain, compress, count, islice, repeat
 from operator import attrgetter, ge, is_, itemgetter, lt
+from typing import Any
 
 from fencepost.checkers.linear.logmodel import Append, LogModel, Read, ReadExact
 from fencepost.checkers.linear.model import Model, Op
@@ -37,7 +38,7 @@ _value = attrgetter("value")
 _records = attrgetter("records")
 
 
-def verify(model: Model, ops: Sequence[Op], order: Sequence[Op]) -> bool:
+def verify(model: Model[Any], ops: Sequence[Op], order: Sequence[Op]) -> bool:
     """True iff `order` is a linearization of `ops` under `model`."""
     ids = list(map(_id, order))
     placed = set(ids)
@@ -65,7 +66,7 @@ def _respects_real_time(order: Sequence[Op]) -> bool:
     return not any(map(lt, returns, latest_call))
 
 
-def _model_allows(model: Model, order: Sequence[Op]) -> bool:
+def _model_allows(model: Model[Any], order: Sequence[Op]) -> bool:
     state = model.init()
     for op in order:
         state = model.step(state, op)
@@ -159,9 +160,9 @@ def _demanded_optional(optional: list[Op], required: dict[int, Op], reads: list[
         (op.input.offset, op.input.value) for op in exacts if op.input.value is not None))
     out: dict[int, Op] = {}
     for offset, candidates in free.items():
-        op = next((op for op in candidates if (offset, op.input.value) in demanded), None)
-        if op is not None:
-            out[offset] = op
+        chosen = next((op for op in candidates if (offset, op.input.value) in demanded), None)
+        if chosen is not None:
+            out[offset] = chosen
     return out
 
 

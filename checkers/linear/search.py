@@ -94,7 +94,7 @@ class _Done:
                 self.mo += run
             self.relo = relo
 
-    def key(self, state: Any) -> tuple:
+    def key(self, state: Any) -> tuple[Any, ...]:
         return (self.m, self.rel, self.mo, self.relo, state)
 
 
@@ -104,7 +104,7 @@ class _Frame:
     __slots__ = ("done", "state", "next_pos", "window", "cands", "tried", "lin", "depth")
 
     def __init__(self, done: _Done, state: Any, next_pos: int, window: list[int],
-                 lin: tuple | None, depth: int) -> None:
+                 lin: tuple[Any, ...] | None, depth: int) -> None:
         self.done = done
         self.state = state
         self.next_pos = next_pos  # ops at positions < next_pos have been invoked
@@ -135,7 +135,7 @@ class _Plan:
     touching: dict[Any, list[tuple[int, Any]]] = field(default_factory=dict)
 
 
-def _plan(model: Model, ops: Sequence[Op]) -> _Plan:
+def _plan(model: Model[Any], ops: Sequence[Op]) -> _Plan:
     seen: set[int] = set()
     for op in ops:
         if op.id in seen:
@@ -172,7 +172,7 @@ def _plan(model: Model, ops: Sequence[Op]) -> _Plan:
     return plan
 
 
-def check(model: Model, ops: Iterable[Op], budget: int = DEFAULT_BUDGET) -> SearchResult:
+def check(model: Model[Any], ops: Iterable[Op], budget: int = DEFAULT_BUDGET) -> SearchResult:
     """Is there an order of `ops`, consistent with their real-time order, in
     which `model` allows each (required ops all, optional ones any subset)?"""
     ops = list(ops)
@@ -180,7 +180,7 @@ def check(model: Model, ops: Iterable[Op], budget: int = DEFAULT_BUDGET) -> Sear
 
 
 class _Search:
-    def __init__(self, model: Model, plan: _Plan) -> None:
+    def __init__(self, model: Model[Any], plan: _Plan) -> None:
         self.model = model
         self.plan = plan
         self.step = model.step
@@ -188,7 +188,7 @@ class _Search:
         self.use_footprint = overrides(hints, "footprint")
         self.use_is_dead = overrides(hints, "is_dead") and not self.use_footprint
         self.strict = hints.strict_priority
-        self.cache: set[tuple] = set()
+        self.cache: set[tuple[Any, ...]] = set()
         self.best: _Frame | None = None
 
     # --- the loop --------------------------------------------------------------------
@@ -340,7 +340,7 @@ class _Search:
                 moved = moved or required[j]
             if not moved:
                 return next_pos
-            to_check = None  # only ops invoked from here on need a look
+            to_check = []  # not the window: only ops invoked from here on need a look
 
     def _prune(self, state: Any, done: _Done, window: list[int]) -> Any:
         """Without a footprint: ask is_dead of the window's ops."""
@@ -354,7 +354,7 @@ class _Search:
 
     # --- results -------------------------------------------------------------------------
 
-    def _ids(self, lin: tuple | None) -> list[int]:
+    def _ids(self, lin: tuple[Any, ...] | None) -> list[int]:
         chunks = []
         while lin is not None:
             chunks.append(lin[1])

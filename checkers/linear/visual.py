@@ -112,7 +112,7 @@ def _timeline(cx: Counterexample, links: RunLinks | None = None) -> str:
         dash = ' stroke-dasharray="5 3"' if op.ret is None else ""
         ends = f"called {op.call}, " + ("outcome unknown" if op.ret is None else f"returned {op.ret}")
         lines = links.lines(op) if links else ()
-        out.append(f'<a href="{escape(links.history)}#i{lines[0]}">' if lines else "<g>")
+        out.append(f'<a href="{escape(links.history)}#i{lines[0]}">' if links and lines else "<g>")
         out.append(f"<title>{escape(cx.descriptions[op.id])} ({ends})</title>")
         out.append(f'<rect x="{x1:.0f}" y="{y}" width="{x2 - x1:.0f}" height="{_BAR}" rx="4" '
                    f'fill="{_FILL_TAKEN if taken else _FILL_STUCK}" stroke="#444"{dash}/>')
