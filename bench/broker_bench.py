@@ -87,7 +87,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"fetch           {args.messages:>9,} msgs x {VALUE_BYTES} B in {elapsed:6.2f} s: "
               f"{args.messages / elapsed:>9,.0f} msgs/s {mb / elapsed:7.1f} MB/s")
         create_topic(broker.bootstrap, "latency", 1)
-        lat = sorted(latency_at_rate({"bootstrap.servers": broker.bootstrap, **ACKS_1}, "latency", args.rate, args.seconds))
+        lat = sorted(latency_at_rate({"bootstrap.servers": broker.bootstrap, **ACKS_1}, "latency", args.rate,
+                                     args.seconds))
         print(f"latency  acks=1 at {args.rate:,} msgs/s for {args.seconds:g} s ({len(lat):,} msgs): "
               f"p50 {percentile(lat, 0.5) * 1000:.2f} ms, p99 {percentile(lat, 0.99) * 1000:.2f} ms, "
               f"max {lat[-1] * 1000:.2f} ms, mean {statistics.fmean(lat) * 1000:.2f} ms")

@@ -26,6 +26,17 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+# --smoke's campaign: the own broker on the process backend (no root, no netns), 2 runs of 1 s
+SMOKE_CAMPAIGN = """name = "smoke"
+[base]
+system = "own"
+backend = "process"
+time_limit = 1
+"nemesis.faults" = "none"
+
+[matrix]
+seed = [1, 2]
+"""
 
 
 def run_campaign(campaign: Path, parallel: int, results: Path, subnet: str | None) -> dict:
@@ -46,8 +57,9 @@ def run_campaign(campaign: Path, parallel: int, results: Path, subnet: str | Non
         raise SystemExit(f"the campaign at --parallel {parallel} printed no summary (exit {done.returncode}):\n"
                          f"{done.stderr[-3000:]}")
     seconds = [r["seconds"] for r in summary["runs"]]
-    return {"parallel": parallel, "wall": wall, "cpu": cpu, "runs": len(seconds), "per_hour": len(seconds) * 3600 / wall,
-            "median_run": statistics.median(seconds), "green": summary["green"], "exit": done.returncode}
+    return {"parallel": parallel, "wall": wall, "cpu": cpu, "runs": len(seconds),
+            "per_hour": len(seconds) * 3600 / wall, "median_run": statistics.median(seconds),
+            "green": summary["green"], "exit": done.returncode}
 
 
 def main() -> None:
@@ -57,8 +69,16 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--subnet", help="the first slot's subnet (default: the campaign's)")
     parser.add_argument("--keep", type=Path, help="keep the results folders here")
+    parser.add_argument("--smoke", action="store_true",
+                        help="under a minute: a campaign of 2 runs of 1 s of the own broker on the process "
+                             "backend (written into the temporary folder), --parallel 1 2, one round; covers "
+                             "the campaigns, their JSON summaries and the table, not netns nor the figures' worth")
     args = parser.parse_args()
     home = Path(tempfile.mkdtemp(prefix="fp-campaign-bench-")) if args.keep is None else args.keep
+    if args.smoke:
+        home.mkdir(parents=True, exist_ok=True)
+        args.campaign, args.parallel, args.rounds = home / "smoke.toml", [1, 2], 1
+        args.campaign.write_text(SMOKE_CAMPAIGN)
     measured: dict[int, list[dict]] = {n: [] for n in args.parallel}
     try:
         for round_ in range(args.rounds):

@@ -112,7 +112,13 @@ def main() -> None:
     parser.add_argument("--releases", nargs="+", default=list(RELEASES))
     parser.add_argument("--kraft", action="store_true", help="also KRaft for 3.3 to 3.9")
     parser.add_argument("--records", type=int, default=1000)
+    parser.add_argument("--smoke", action="store_true",
+                        help="under a minute where its jars are cached: the newest release (KRaft) alone, 20 "
+                             "records; covers resolving, one real broker's start, the writes read back, the "
+                             "KafkaConfig comparison and the row printed, not the other releases")
     args = parser.parse_args()
+    if args.smoke:
+        args.releases, args.kraft, args.records = [RELEASES[-1]], False, 20
     with tempfile.TemporaryDirectory(prefix="kafka-releases-") as scratch:
         for release in args.releases:
             modes = [None]

@@ -42,6 +42,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -211,7 +212,8 @@ def run_trial(folder: Path | None, args: argparse.Namespace, out: Path, name: st
             text = stderr.read_text(errors="replace")
             if args.force and gdb is None and "ATTACH" in text:
                 gdb = subprocess.Popen(["timeout", "-s", "KILL", "60", "gdb", "-p", str(child.pid), "-nx", "-q",
-                                        "-iex", "set debuginfod enabled off", "-iex", "set non-stop on", "-x", str(GDB_SCRIPT)],
+                                        "-iex", "set debuginfod enabled off", "-iex", "set non-stop on",
+                                        "-x", str(GDB_SCRIPT)],
                                        stdout=open(held, "w"), stderr=subprocess.STDOUT, stdin=subprocess.PIPE)
             if gdb is not None and not marker.exists() and any(w in held.read_text() for w in ("ARMED", "ABSENT")):
                 marker.touch()
@@ -247,15 +249,36 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trials", type=int, default=20)
     parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "fencepost" / "confluent-kafka")
     parser.add_argument("--out", type=Path, default=Path("librdkafka-deadlock"),
-                        help="each trial's stderr, and each stuck trial's thread stacks (default ./librdkafka-deadlock)")
+                        help="each trial's stderr, and each stuck trial's thread stacks "
+                             "(default ./librdkafka-deadlock)")
     parser.add_argument("--log", type=Path, help="the consumer's librdkafka debug log: a file (--trial), "
                                                  "or any value for the driver (each trial's, into --out)")
     parser.add_argument("--force", action="store_true",
                         help="hold the broker thread at the race's point with gdb (librdkafka_deadlock_gdb.py)")
     parser.add_argument("--marker", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--smoke", action="store_true",
+                        help="several seconds: one trial of 1 partition with this Python's confluent-kafka "
+                             "(nothing installed), --patience 3, --out in a temporary folder; with --force too "
+                             "(half a minute: gdb's detach is slow) the trial is held with gdb, so "
+                             "librdkafka_deadlock_gdb.py runs and a stuck trial's stacks are taken; covers the "
+                             "driver, a trial and the table, not other releases nor the rates' worth")
     args = parser.parse_args(argv)
+    if args.smoke and not args.trial:
+        args.versions, args.trials, args.partitions, args.patience = INSTALLED, 1, 1, 3.0
+        if args.force and shutil.which("gdb") is None:
+            print("librdkafka_deadlock: --force needs gdb on PATH", file=sys.stderr)
+            return 254
+        print(f"smoke: one trial, {'held with gdb' if args.force else 'left alone'}", flush=True)
+        with tempfile.TemporaryDirectory(prefix="librdkafka-deadlock-smoke-") as out:
+            args.out = Path(out)
+            return drive(args)
     if args.trial:
         return trial(args.partitions, args.patience, args.log, args.marker, args.subscribe)
+    return drive(args)
+
+
+def drive(args: argparse.Namespace) -> int:
+    """The driver: every release's trials, then the table."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from fencepost.harness.compare.stats import fisher_exact, wilson_interval
 

@@ -54,7 +54,13 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=300_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--flush-interval-ms", type=int, default=1000)
+    parser.add_argument("--smoke", action="store_true",
+                        help="a few seconds: one round of 2,000 messages per variant, the same brokers and lazy "
+                             "filesystem mount (root, FUSE); covers every variant and line printed, not the "
+                             "figures' worth")
     args = parser.parse_args()
+    if args.smoke:
+        args.messages, args.rounds = 2_000, 1
     rates: dict[str, list[float]] = {v: [] for v in VARIANTS}
     for round_ in range(args.rounds):
         for variant in (VARIANTS if round_ % 2 == 0 else VARIANTS[::-1]):

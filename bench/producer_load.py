@@ -91,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             config = {"bootstrap.servers": broker.bootstrap, "acks": "1"}
             elapsed = produce_throughput(config, "load", args.messages)
-            print(f"throughput acks=1: {args.messages:,} msgs in {elapsed:.2f} s: {args.messages / elapsed:,.0f} msgs/s")
+            print(f"throughput acks=1: {args.messages:,} msgs in {elapsed:.2f} s: "
+                  f"{args.messages / elapsed:,.0f} msgs/s")
             lat = sorted(latency_at_rate(config, "latency", args.rate, args.seconds))
             print(f"latency acks=1 at {args.rate:,} msgs/s for {args.seconds:g} s ({len(lat):,} msgs): "
                   f"p50 {percentile(lat, 0.5) * 1000:.2f} ms, p99 {percentile(lat, 0.99) * 1000:.2f} ms")

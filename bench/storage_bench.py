@@ -45,7 +45,8 @@ def bench_appends(root: Path, batches: list[bytes]) -> None:
         flush = timed(log.flush)
         log.close()
         mib = sum(len(b) for b in batches[:count]) / 2**20
-        print(f"  {mode:5s}: {count / seconds:9.0f} batches/s  {mib / seconds:7.1f} MiB/s  (flush {flush * 1e3:.0f} ms)")
+        print(f"  {mode:5s}: {count / seconds:9.0f} batches/s  {mib / seconds:7.1f} MiB/s  "
+              f"(flush {flush * 1e3:.0f} ms)")
 
 
 def bench_reads(root: Path) -> None:
@@ -81,7 +82,8 @@ def _next_offset(data: bytes) -> int:
 def bench_recovery(root: Path) -> None:
     directory = root / "append-os"
     for clean in (True, False):
-        seconds = timed(lambda: PartitionLog.open(directory / "fp-0", "fp", 0, segment_bytes=8 << 20, had_clean_shutdown=clean).close())
+        seconds = timed(lambda: PartitionLog.open(directory / "fp-0", "fp", 0, segment_bytes=8 << 20,
+                                                  had_clean_shutdown=clean).close())
         size = sum(p.stat().st_size for p in (directory / "fp-0").glob("*.log"))
         print(f"open with {'clean' if clean else 'unclean'} shutdown (CRC of {'last segment' if clean else 'all'}): "
               f"{seconds * 1e3:6.0f} ms for {size / 2**20:.1f} MiB")

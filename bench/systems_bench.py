@@ -61,7 +61,6 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from datetime import datetime
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Iterable
@@ -75,6 +74,8 @@ from fencepost.clusters.cluster import Cluster, ClusterSpec  # noqa: E402
 from fencepost.clusters.hosts import BACKENDS, default_backend  # noqa: E402
 from fencepost.clusters.hosts.netns import network as netns_network  # noqa: E402
 from fencepost.clusters.systems.base import TopicSpec  # noqa: E402
+from fencepost.harness.rundir.record import logged_timing  # noqa: E402
+from fencepost.harness.rundir.store import logged_at  # noqa: E402
 
 OWN = "own"
 TOPIC = "bench"
@@ -86,8 +87,13 @@ FLUSH_TIMEOUT_S = 60.0
 CHILD_GRACE_S = 90.0  # a producer process's start, warm-up and final flush beyond the window
 FIRST_OP_TIME_LIMIT_S = 5
 FIRST_OP_TIMEOUT_S = 600.0
-LOG_TIME = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) ")
-FIRST_OP_TIMING = re.compile(r"'run to first op': ([0-9.]+)")
+FIRST_OP_TIMING = "run to first op"  # the run's timing, in fencepost.log's verdict line
+AGAIN = " (2nd)"  # --stock own (the smoke): the second own cluster's label
+
+
+def system_of(label: str) -> str:
+    """The system a label names (`own (2nd)`: own)."""
+    return label.removesuffix(AGAIN)
 
 
 # -- (a) throughput ------------------------------------------------------------------------------
@@ -270,22 +276,30 @@ def fencepost_command() -> list[str]:
     return [found]
 
 
-def first_op(system: str, backend: str, backend_options: list[str], results: Path) -> FirstOp:
-    argv = [*fencepost_command(), "run", "--system", system, "--backend", backend, "--nemesis", "none",
-            "--time-limit", str(FIRST_OP_TIME_LIMIT_S), "--results", str(results), "--name", "sysbench"]
+def first_op(system: str, backend: str, backend_options: list[str], results: Path,
+             time_limit: float = FIRST_OP_TIME_LIMIT_S) -> FirstOp:
+    argv = [*fencepost_command(), "run", "--system", system_of(system), "--backend", backend, "--nemesis", "none",
+            "--time-limit", f"{time_limit:g}", "--results", str(results), "--name", "sysbench"]
     for option in backend_options:
         argv += ["--backend-option", option]
     launched = time.time()
     done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=FIRST_OP_TIMEOUT_S)
     found = re.search(r"^run directory: (.+)$", done.stdout, re.MULTILINE)
     log = Path(found.group(1)) / "fencepost.log" if found else None
-    text = log.read_text() if log is not None and log.exists() else ""
-    first_line, timing = LOG_TIME.search(text), FIRST_OP_TIMING.search(text)
-    if first_line is None or timing is None:
-        raise SystemExit(f"`{' '.join(argv)}` exited {done.returncode} without a 'run to first op' timing in "
+    found = logged_first_op(log.read_text() if log is not None and log.exists() else "")
+    if found is None:
+        raise SystemExit(f"`{' '.join(argv)}` exited {done.returncode} without a '{FIRST_OP_TIMING}' timing in "
                          f"{log or 'a run directory'}; its output ends:\n{(done.stdout + done.stderr)[-3000:]}")
-    logged = datetime.strptime(first_line.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()  # local time, as logged
-    return FirstOp(system, logged - launched, float(timing.group(1)), done.returncode)
+    first_line, timing = found
+    return FirstOp(system, first_line - launched, timing, done.returncode)
+
+
+def logged_first_op(log: str) -> tuple[float, float] | None:
+    """(the time of a fencepost.log's first line, epoch seconds; its run's 'run to first op'
+    seconds), as the harness writes them (harness/rundir/store.py, harness/rundir/record.py);
+    None if the log lacks either."""
+    first_line, timing = logged_at(log), logged_timing(log, FIRST_OP_TIMING)
+    return None if first_line is None or timing is None else (first_line.timestamp(), timing)
 
 
 # -- the bench ---------------------------------------------------------------------------------------
@@ -336,7 +350,8 @@ def run_throughput(args: argparse.Namespace, systems: list[str], directory: Path
         for i, system in enumerate(systems):
             options = {"subnet": subnets[i]} if subnets else {}
             started = time.monotonic()
-            spec = ClusterSpec(f"fp-sysbench-{os.urandom(2).hex()}", system, 3, args.backend, options, SYSTEM_OPTIONS)
+            spec = ClusterSpec(f"fp-sysbench-{os.urandom(2).hex()}", system_of(system), 3, args.backend, options,
+                               SYSTEM_OPTIONS)
             clusters[system] = Cluster.up(spec, directory / f"cluster-{i}",
                                           on_step=lambda step, s=system: status(f"{s}: {step}"))
             clusters[system].create_topic(TopicSpec(TOPIC, 3, 3))
@@ -373,7 +388,7 @@ def run_first_ops(args: argparse.Namespace, systems: list[str], directory: Path,
     for run in range(args.first_op_runs):
         for system in (systems if run % 2 == 0 else systems[::-1]):
             options = [f"subnet={free_subnets(1)[0]}"] if args.backend == "netns" else []
-            f = first_op(system, args.backend, options, directory / "runs")
+            f = first_op(system, args.backend, options, directory / "runs", args.first_op_time_limit)
             figures.first_ops.append(f)
             status(f"first op {run + 1}/{args.first_op_runs}  {system:<12} {f.total_s:6.2f} s after the command "
                    f"(start-up {f.startup_s:.2f} s + run to first op {f.harness_s:.2f} s), exit {f.exit_code}")
@@ -389,7 +404,8 @@ def print_tables(args: argparse.Namespace, systems: list[str], figures: Figures)
     for system in systems:
         rates = "".join(f"{figures.median_rate(system, p):>17,.0f}" for p in args.producers)
         print(f"{system:<13}{rates}{optional(figures.median_first_op(system), '.2f'):>19}")
-    ratios = "".join(f"{figures.median_rate(own, p) / figures.median_rate(stock, p):>17.2f}" for p in args.producers)
+    ratios = "".join(optional(figures.median_rate(own, p) / figures.median_rate(stock, p)
+                              if figures.median_rate(stock, p) else None, ">17.2f") for p in args.producers)
     first_own, first_stock = figures.median_first_op(own), figures.median_first_op(stock)
     first_ratio = first_own / first_stock if first_own is not None and first_stock else None
     print(f"{'own/stock':<13}{ratios}{optional(first_ratio, '.2f'):>19}")
@@ -435,15 +451,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queue-messages", type=int, default=1_000_000,
                         help="each producer's queue.buffering.max.messages: the most it holds unacked")
     parser.add_argument("--first-op-runs", type=int, default=2, help="`fencepost run`s per system (0: none)")
+    parser.add_argument("--first-op-time-limit", type=float, default=FIRST_OP_TIME_LIMIT_S,
+                        help=f"each `fencepost run`'s --time-limit (default {FIRST_OP_TIME_LIMIT_S})")
     parser.add_argument("--keep", action="store_true", help="keep the clusters' and runs' directory")
+    parser.add_argument("--smoke", action="store_true",
+                        help="about 20 s: own against a second own cluster (no JVM; --stock own), process "
+                             "backend, one 1 s round of 1 producer, no JIT warm-up, one `fencepost run` of 1 s "
+                             "each; covers (a) and (b), the log reading and the tables, not stock Kafka's "
+                             "start-up nor the figures' worth")
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.stock, args.backend, args.seconds, args.warmup, args.jit_warmup = OWN, "process", 1.0, 2.0, 0.0
+        args.rounds, args.producers, args.first_op_runs, args.first_op_time_limit = 1, [1], 1, 1.0
     if args.rounds < 1 or args.seconds <= 0 or args.warmup < 0 or min(args.producers) < 1 or args.first_op_runs < 0:
         parser.error("--rounds and --producers take whole numbers >= 1, --seconds > 0, --warmup and "
                      "--first-op-runs >= 0")
     if args.backend == "netns" and os.geteuid() != 0:
         parser.error("the netns backend needs root: run as root or give --backend process")
 
-    systems = [OWN, args.stock]
+    systems = [OWN, args.stock if args.stock != OWN else OWN + AGAIN]
     directory = Path(tempfile.mkdtemp(prefix="fp-systems-bench-"))
     figures = Figures()
     try:

@@ -115,7 +115,13 @@ def main() -> None:
     parser.add_argument("--linger-ms", type=int, default=0)
     parser.add_argument("--max-in-flight", type=int, default=1)
     parser.add_argument("--keep", action="store_true", help="keep the cluster's and the runs' directory")
+    parser.add_argument("--smoke", action="store_true",
+                        help="several seconds: the same own cluster (process backend), --concurrency 5 for 1 s, "
+                             "recorded (shared and per-process clients) and bare; covers every run and line "
+                             "printed, not the figures' worth")
     args = parser.parse_args()
+    if args.smoke:
+        args.concurrency, args.seconds = [5], 1.0
     options = ProducerOptions(topic=TOPIC, linger_ms=args.linger_ms, max_in_flight=args.max_in_flight)
     directory = Path(tempfile.mkdtemp(prefix="fp-workload-bench-"))
     cluster = Cluster.up(ClusterSpec(f"fp-wlbench-{os.urandom(2).hex()}", backend="process"), directory / "cluster")

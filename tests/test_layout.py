@@ -21,7 +21,7 @@ from tests.support.paths import ROOT
 
 TESTS = ROOT / "tests"
 SOURCE_PACKAGES = ("broker", "clusters", "checkers", "workloads", "nemesis", "harness")
-TEST_FOLDERS = (*SOURCE_PACKAGES, "system", "reliability")
+TEST_FOLDERS = (*SOURCE_PACKAGES, "system", "reliability", "bench")
 SUPPORT = "support"
 # tests/... as docs cite it: a file (also before ::test), a folder, a glob, `module.attribute`;
 # and a test module run as a program, `python -m tests.reliability.test_broker_fuzz`

@@ -83,6 +83,14 @@ class _OffsetFormatter(logging.Formatter):
                 + time.strftime("%z", local))
 
 
+def logged_at(line: str) -> datetime | None:
+    """The time `_OffsetFormatter` wrote at the start of a fencepost.log line; None if none."""
+    try:
+        return datetime.strptime(line[:28], "%Y-%m-%dT%H:%M:%S.%f%z")
+    except ValueError:
+        return None
+
+
 def run_logger(run_dir: Path, name: str = "fencepost.run") -> logging.Logger:
     """A logger writing to RUN_DIR/fencepost.log (its handler closed by `close_logger`)."""
     logger = logging.getLogger(f"{name}.{run_dir.name}")
