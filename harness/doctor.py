@@ -88,7 +88,8 @@ def _docker() -> list[Finding]:
         return [Finding("Docker daemon", False, "docker is not installed", needed,
                         f"apt-get install docker.io, or {PROVISION}; then start dockerd")]
     try:
-        client = docker.from_env(timeout=DOCKER_PING_TIMEOUT_S)
+        # the stub says int; the client hands it to requests, which takes seconds as a float
+        client = docker.from_env(timeout=DOCKER_PING_TIMEOUT_S)  # type: ignore[arg-type]
         try:
             client.ping()
             version = client.version().get("Version", "?")

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator, Protocol
+from typing import Any, Iterator, Literal, Protocol
 
 from fencepost.clusters import ClusterConfigError, HostError
 
 
 class NemesisRecorder(Protocol):
-    def nemesis(self, f: str, value: Any = None, type: str = "info", error: str | None = None) -> Any: ...
+    def nemesis(self, f: str, value: Any = None, type: Literal["invoke", "ok", "fail", "info"] = "info",
+                error: str | None = None) -> Any: ...
 
 
 @dataclass

@@ -70,7 +70,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Literal, Mapping, Sequence
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
@@ -400,7 +400,7 @@ class ConsumerWorkload:
         if error is not None:
             code = error.args[0].code() if isinstance(error, KafkaException) and error.args \
                 and isinstance(error.args[0], KafkaError) else None
-            kind = "fail" if code == KafkaError._NO_OFFSET else "info"
+            kind: Literal["fail", "info"] = "fail" if code == KafkaError._NO_OFFSET else "info"
             self.recorder.complete(handle, kind, value, error=_describe(error))
             return
         refused = [f"{tp.topic}-{tp.partition}: {tp.error.name() if tp.error else ''}"

@@ -22,6 +22,8 @@
 """
 from __future__ import annotations
 
+from typing import Literal
+
 from confluent_kafka import KafkaError
 
 DEFINITE_PRODUCE_ERRORS = frozenset((KafkaError.INVALID_REQUIRED_ACKS,))
@@ -32,7 +34,7 @@ def has_definite_failures(idempotent: bool, retries: int) -> bool:
     return not idempotent and retries == 0
 
 
-def delivery_type(err: KafkaError | None, definite_failures: bool) -> str:
+def delivery_type(err: KafkaError | None, definite_failures: bool) -> Literal["ok", "fail", "info"]:
     """The completion type of a delivery report: ok, fail or info."""
     if err is None:
         return "ok"

@@ -37,7 +37,7 @@ import time
 import zlib
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Mapping, Sequence
+from typing import Any, Literal, Mapping, Sequence
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
@@ -228,7 +228,7 @@ class ProducerWorkload:
             return
         send.finished = True
         del self._in_flight[send.process]
-        kind = "ok" if err is None else delivery_type(err, self._definite)
+        kind: Literal["ok", "fail", "info"] = "ok" if err is None else delivery_type(err, self._definite)
         if kind == "ok":
             offset = message.offset()
             if offset < 0:  # librdkafka acked it without an offset: nothing to check it against

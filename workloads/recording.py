@@ -9,13 +9,14 @@ completion type (`ok`, `fail` or `info`).
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Literal, Protocol
 
 
 class ClientRecorder(Protocol):
     def invoke(self, process: int, f: str, value: Any = None) -> Any: ...
 
-    def complete(self, handle: Any, type: str, value: Any = None, error: str | None = None) -> Any: ...
+    def complete(self, handle: Any, type: Literal["invoke", "ok", "fail", "info"], value: Any = None,
+                 error: str | None = None) -> Any: ...
 
 
 Done = Callable[[int, str], None]

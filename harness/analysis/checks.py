@@ -47,7 +47,8 @@ def check_run_rows(run_id: str, run_dir: Path) -> list[tuple[str, str, int, byte
         return [(run_id, "", -1, pickle.dumps((str(e), config_of(run_dir))), None)]
     reports = check_partitions(run, jobs=1)
     header = run.header()
-    rows = [(run_id, "", -1, pickle.dumps((header, RunConfig(*configuration_of(run.test).key))), None)]
+    rows: list[tuple[str, str, int, bytes, int | None]] = [
+        (run_id, "", -1, pickle.dumps((header, RunConfig(*configuration_of(run.test).key))), None)]
     for ((topic, partition), ph), report in zip(run.partitions.items(), reports):
         rows.append((run_id, topic, partition, pickle.dumps(compact(report, EXAMPLES_KEPT)),
                      first_evidence_ns(ph, report.anomalies, run.invalid_anomalies)))
@@ -66,10 +67,10 @@ class RunVerdict:
 
 
 def judge(run_id: str, header_payload: bytes, reports: list[tuple[bytes, int | None]]) -> RunVerdict:
+    header: LoadedRun | str  # the run's header, or why it could not be read
     header, config = pickle.loads(header_payload)
     if isinstance(header, str):
         return RunVerdict(run_id, config, "crashed", {}, None, [f"unreadable: {header}"])
-    header: LoadedRun
     loaded = [pickle.loads(report) for report, _ in reports]
     verdict = decide(header, loaded)
     counts: dict[str, int] = {}

@@ -35,7 +35,7 @@ import itertools
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from fencepost.harness.campaign.expect import Expectation, check_rules, expectation_for, parse_rules
 from fencepost.harness.errors import BadInput
@@ -137,7 +137,7 @@ def load_campaign(path: Path) -> Campaign:
 
 
 def plan_runs(path: Path, base: Mapping[str, Any], matrix: Mapping[str, list[Any]],
-              cases: list[Mapping[str, Any]] = ({},)) -> list[PlannedRun]:
+              cases: Sequence[Mapping[str, Any]] = ({},)) -> list[PlannedRun]:
     keys = list(matrix)
     # A dotted key in [base] ("clients.producer") means what it means in a case or the matrix.
     dotted = {k: v for k, v in base.items() if "." in k}

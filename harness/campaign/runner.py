@@ -55,7 +55,7 @@ POLL_S = 0.2
 STOP_WAIT_S = 300.0  # how long an interrupted child may take for its heal and teardown
 
 RunOne = Callable[[PlannedRun, Path], dict[str, Any]]
-AfterRun = Callable[[dict[str, Any]], None]
+AfterRun = Callable[[dict[str, Any]], object]  # what it returns is not used
 
 
 @dataclass(frozen=True)

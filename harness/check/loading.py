@@ -38,7 +38,7 @@ from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-from fencepost.checkers.partition import CheckOptions, PartitionHistory, Poll, Reset, Send
+from fencepost.checkers.partition import CheckOptions, Outcome, PartitionHistory, Poll, Reset, Send
 from fencepost.harness.check import native_load
 from fencepost.harness.check.loading_groups import commits_of, resumes_of
 from fencepost.harness.errors import Problems
@@ -334,7 +334,7 @@ def group_operations(operations: Iterable[Operation]
     resets: list[Reset] = []
     assigned: dict[int, tuple[PartitionKey, ...]] = {}  # process -> partitions of its latest assign
     previous: dict[int, int] = {}  # process -> the invoke index of its latest op but assigns
-    outcomes = {"ok": "ok", "fail": "fail", "info": "info"}  # one shared str per outcome
+    outcomes: dict[str, Outcome] = {"ok": "ok", "fail": "fail", "info": "info"}  # one shared str per outcome
 
     def partition(key: PartitionKey) -> PartitionHistory:
         ph = partitions.get(key)

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from fencepost.checkers.partition import Commit, Resume
+from fencepost.checkers.partition import Commit, Outcome, Resume
 
 PartitionKey = tuple[str, int]
 
 
-def commits_of(process: int, group: str, offsets: Iterable[Any], outcome: str, invoke_index: int,
+def commits_of(process: int, group: str, offsets: Iterable[Any], outcome: Outcome, invoke_index: int,
                invoke_time: int, complete_index: int | None, complete_time: int | None
                ) -> list[tuple[PartitionKey, Commit]]:
     """The partitions a commit names, each with its `Commit` (offsets: [topic, partition, offset])."""

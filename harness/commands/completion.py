@@ -42,6 +42,6 @@ def _mark_paths(parser: argparse.ArgumentParser, shtab) -> None:
             for sub in set(action.choices.values()):
                 _mark_paths(sub, shtab)
         elif action.metavar in FOLDER_METAVARS or "--results" in action.option_strings:
-            action.complete = shtab.DIRECTORY
+            action.complete = shtab.DIRECTORY  # type: ignore[attr-defined]  # shtab's own attribute
         elif action.metavar in FILE_METAVARS or {"--out", "--config"} & set(action.option_strings):
-            action.complete = shtab.FILE
+            action.complete = shtab.FILE  # type: ignore[attr-defined]  # shtab's own attribute

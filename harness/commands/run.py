@@ -131,7 +131,7 @@ def system_tested(run_dir: Path, system: str) -> str:
     versions = test.get("versions") if isinstance(test, dict) else None
     versions = versions if isinstance(versions, dict) else {}
     release = versions.get("kafka") or system.partition(":")[2] or "(an unpacked distribution)"
-    mode = KAFKA_MODES.get(versions.get("mode"))
+    mode = KAFKA_MODES.get(str(versions.get("mode")))
     return f"Apache Kafka {release}" + (f" ({mode})" if mode else "")
 
 

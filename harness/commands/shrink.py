@@ -8,6 +8,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from fencepost.harness.commands.arguments import positive
 from fencepost.harness.rundir.atomic import write_atomically
@@ -65,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput(f"{args.run_dir}: the run recorded no nemesis action: there is no fault script to shrink")
     home = args.results / "shrink" / args.run_dir.resolve().name
     out = args.out or home / "shrunk.toml"
-    changed = {"results": str(home / "runs"), "name": "shrink"}
+    changed: dict[str, Any] = {"results": str(home / "runs"), "name": "shrink"}
     if args.backend_option:
         changed["backend_options"] = {**(test.get("backend_options") or {}),
                                       **parse_backend_options(args.backend_option)}

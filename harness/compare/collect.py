@@ -136,6 +136,7 @@ def _run(run_dir: Path, say: Say) -> RunResult:
                 say(f"{run_dir}: cannot be checked ({e}); counted unknown")
                 return RunResult(run_dir, *configuration, "unknown")
     if not results:
+        assert checked is not None  # without results.json it was checked above (or returned)
         valid, counts, section = checked.valid, checked.anomaly_counts, checked.liveness
     else:
         valid, counts, section = results["valid"], results.get("anomaly_counts", {}), results.get("liveness")

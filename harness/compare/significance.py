@@ -55,8 +55,8 @@ def with_p_values(table: list[Row], baseline: Baseline | None = None) -> list[Ro
         named = ", ".join(dict.fromkeys(label(r.system, r.truncation) for r in table))
         raise BadInput(f"--baseline {baseline}: no row is {baseline}; the rows: {named}")
     tested: list[Row] = []
-    for faults, group in groupby(table, key=lambda row: row.faults):
-        group = list(group)
+    for faults, grouped in groupby(table, key=lambda row: row.faults):
+        group = list(grouped)
         if baseline is None:
             tested.append(group[0])
             tested += [_against(row, previous) for previous, row in zip(group, group[1:])]

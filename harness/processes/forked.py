@@ -27,7 +27,7 @@ import signal
 import sys
 import threading
 import traceback
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 _CHUNK = 1 << 20
 
@@ -128,7 +128,8 @@ def collect(children: list[Forked]) -> None:
                 selector.register(child, selectors.EVENT_READ)
         while selector.get_map():
             for key, _ in selector.select():
-                if not key.fileobj.read_some():  # the child is done writing
+                ready = cast(Forked, key.fileobj)  # only children are registered
+                if not ready.read_some():  # the child is done writing
                     selector.unregister(key.fileobj)
 
 

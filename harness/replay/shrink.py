@@ -158,8 +158,8 @@ class Shrinker:
                 hold = unit.entries[-1].at - unit.entries[0].at
                 if hold / 2 < MIN_HOLD_S:
                     break
-                last = replace(unit.entries[-1], at=round(unit.entries[0].at + hold / 2, 3))
-                shorter = Unit((*unit.entries[:-1], last))
+                ended = replace(unit.entries[-1], at=round(unit.entries[0].at + hold / 2, 3))
+                shorter = Unit((*unit.entries[:-1], ended))
                 trial = replace(best, units=(*best.units[:i], shorter, *best.units[i + 1:]))
                 if not self.reproduces(trial):
                     break
