@@ -46,7 +46,7 @@ from datetime import datetime
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Sequence, TextIO
 from urllib.parse import quote, unquote, urlsplit
 
 from fencepost.harness.errors import BadInput, printable
@@ -99,7 +99,7 @@ def find_all(results: Path) -> tuple[list[RunEntry], list[CampaignInfo]]:
 # --- pages --------------------------------------------------------------------------------
 
 
-def runs_page(results: Path, runs: list[RunEntry], campaigns: list[CampaignInfo] = ()) -> str:
+def runs_page(results: Path, runs: list[RunEntry], campaigns: Sequence[CampaignInfo] = ()) -> str:
     if not runs:
         body = (f"<h1>fencepost runs</h1><p>No runs yet in {esc(results)}: "
                 f"<code>fencepost run</code> writes them there.</p>")
@@ -131,7 +131,7 @@ def runs_page(results: Path, runs: list[RunEntry], campaigns: list[CampaignInfo]
     return page("fencepost runs", body)
 
 
-def _campaigns_table(campaigns: list[CampaignInfo]) -> str:
+def _campaigns_table(campaigns: Sequence[CampaignInfo]) -> str:
     if not campaigns:
         return ""
     rows = []
@@ -174,7 +174,7 @@ def folder_page(url_path: str, folder: Path) -> str:
     return page(url_path, body)
 
 
-def _size(n: int) -> str:
+def _size(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB"):
         if n < 1024 or unit == "GiB":
             return f"{n:,} {unit}" if unit == "B" else f"{n:.1f} {unit}"
@@ -192,7 +192,7 @@ class ResultsServer(ThreadingHTTPServer):
         self.results = results.resolve()
         self.log = log
         super().__init__(address, ResultsHandler)
-        self.hosts = allowed_hosts(address[0], self.server_address[0])
+        self.hosts = allowed_hosts(address[0], str(self.server_address[0]))  # an IP address: a str
 
     def addressed_to_me(self, host_header: str | None) -> bool:
         """Whether a request's Host header names this server (module doc)."""
@@ -213,7 +213,7 @@ class ResultsServer(ThreadingHTTPServer):
     @property
     def url(self) -> str:
         host, port = self.server_address[:2]
-        return f"http://{host}:{port}/"
+        return f"http://{host!s}:{port}/"
 
 
 class ResultsHandler(BaseHTTPRequestHandler):

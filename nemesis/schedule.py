@@ -134,7 +134,7 @@ class RandomSchedule(Schedule):
     def fitted(self, can_take: Callable[[FaultSpec], bool]) -> RandomSchedule:
         """Drawn targets the cluster cannot take (minority of 2 brokers, ...) left out; a fault's
         default target and explicit targets always stay (the runner checks them strictly)."""
-        kept = []
+        kept: list[FaultSpec] = []
         for spec in self.fault_specs:
             kept.extend(c for c in _choices(spec) if not spec.drawn or c.target == spec.target or can_take(c))
         return RandomSchedule(tuple(kept), self.mean)

@@ -265,6 +265,7 @@ class GroupCoordinator:
         err = self._check_member(group, member_id, generation_id)
         if err is not ErrorCode.NONE:
             return SyncResult(err)
+        assert group is not None  # _check_member says NONE only of a known group
         if (protocol_type is not None and protocol_type != group.protocol_type) or \
                 (protocol_name is not None and protocol_name != group.protocol_name):
             return SyncResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
@@ -292,6 +293,7 @@ class GroupCoordinator:
         err = self._check_member(group, member_id, generation_id)
         if err is not ErrorCode.NONE:
             return err
+        assert group is not None  # _check_member says NONE only of a known group
         self._schedule_session_expiry(group, group.members[member_id])
         if group.state is GroupState.PREPARING_REBALANCE:
             return ErrorCode.REBALANCE_IN_PROGRESS

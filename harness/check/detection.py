@@ -24,14 +24,15 @@ import statistics
 from typing import Iterable
 
 from fencepost.checkers.anomaly import Anomaly
-from fencepost.checkers.partition import PartitionHistory
+from fencepost.checkers.partition import Commit, PartitionHistory, Poll, Resume, Send
 
 
 def first_evidence_ns(ph: PartitionHistory, anomalies: Iterable[Anomaly], invalid: frozenset[str]) -> int | None:
     """Rule 2: the earliest history time (ns) at which all the listed ops of one anomaly
     named in `invalid` had completed, in partition `ph`; None if there is none."""
     times: dict[int, int] = {}
-    for op in (*ph.sends, *ph.polls, *ph.commits, *ph.resumes):
+    every: tuple[Send | Poll | Commit | Resume, ...] = (*ph.sends, *ph.polls, *ph.commits, *ph.resumes)
+    for op in every:
         if op.complete_index is not None and op.complete_time is not None:
             times[op.invoke_index] = times[op.complete_index] = op.complete_time
     earliest = None
