@@ -23,12 +23,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, cast
 
 from fencepost.checkers.partition import ReplicaState
 from fencepost.harness.errors import BadInput, Problems
 from fencepost.harness.measures.bands import NemesisOp, pair_actions
-from fencepost.harness.rundir.final_log import iter_final
+from fencepost.harness.rundir.final_log import Record, iter_final
 from fencepost.harness.rundir.find import history_of
 from fencepost.harness.rundir.history import NEMESIS, Op, iter_history
 from fencepost.harness.rundir.names import FINAL_FILE
@@ -229,8 +229,8 @@ class TraceCollector:
             events = sorted(self.events[target], key=lambda e: (e.time, e.lines))
             events += self._nemesis_around(events, actions)
             events.sort(key=lambda e: (e.time, e.lines))
-            places = sorted(self.places[target])
-            traces.append(Trace(target, events, [final.at(place) for place in places], present,
+            ordered = sorted(self.places[target])
+            traces.append(Trace(target, events, [final.at(place) for place in ordered], present,
                                 sorted(final.held.get(target.value, [])) if target.value else []))
         return traces
 
@@ -268,23 +268,26 @@ class _FinalAt:
 
     def read(self, path: Path, problems: Problems) -> None:
         values, wanted, keys = self.values, self.wanted, self.keys
+        # the kind tells the item's type and whether there is a node (final_log.FinalEntry)
         for kind, key, node, item in iter_final(path, problems):
             if kind == "read":
                 self.read_keys.add(key)
-                place = (key[0], key[1], item[0])
+                record = cast(Record, item)
+                place = (key[0], key[1], record[0])
                 if place in wanted:
-                    self.reads[place] = item[1]
-                if item[1] in values:
-                    self.held.setdefault(item[1], []).append(place)
+                    self.reads[place] = record[1]
+                if record[1] in values:
+                    self.held.setdefault(record[1], []).append(place)
             elif kind == "replica":
-                place = (key[0], key[1], item[0])
+                record = cast(Record, item)
+                place = (key[0], key[1], record[0])
                 if place in wanted:
-                    self.replicas.setdefault(place, {})[node] = item[1]
+                    self.replicas.setdefault(place, {})[cast(str, node)] = record[1]
             elif key in keys:
                 if kind == "replica-state":
-                    self.states.setdefault(key, {})[node] = item
+                    self.states.setdefault(key, {})[cast(str, node)] = cast(ReplicaState, item)
                 else:  # read-state
-                    self.complete[key] = item and self.complete.get(key, True)
+                    self.complete[key] = cast(bool, item) and self.complete.get(key, True)
 
     def merge(self, other: _FinalAt) -> None:
         self.reads.update(other.reads)
