@@ -29,9 +29,9 @@ Rules:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
-from fencepost.harness.errors import BadInput
+from fencepost.harness.errors import EXIT_CRASH, EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, BadInput
 
 VERDICTS = ("valid", "invalid", "unknown")
 OUTCOME_KEYS = ("verdict", "liveness")
@@ -200,3 +200,17 @@ def status_of(outcome: dict[str, Any], unknown_fails: bool = False) -> str:
         return outcome["status"]
     return judge(Expectation.from_json(outcome.get("expected")), outcome.get("verdict", "crashed"),
                  outcome.get("liveness"), unknown_fails)[0]
+
+
+def campaign_exit_code(statuses: Iterable[tuple[str, Any]]) -> int:
+    """A campaign's exit code from its runs' (status, verdict) pairs (docs/FORMATS.md, exit
+    codes): 255 if any run crashed, else 2 if a surprise was an unknown verdict, else 1 if any
+    run was a surprise, else 0."""
+    pairs = list(statuses)
+    if any(status == "crashed" for status, _ in pairs):
+        return EXIT_CRASH
+    if any(status == "surprise" and verdict == "unknown" for status, verdict in pairs):
+        return EXIT_UNKNOWN
+    if any(status == "surprise" for status, _ in pairs):
+        return EXIT_INVALID
+    return EXIT_VALID

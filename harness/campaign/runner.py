@@ -38,11 +38,12 @@ from pathlib import Path
 from typing import Any, Callable, TextIO
 
 from fencepost import IMPORT_ROOT
+from fencepost.harness.campaign.expect import campaign_exit_code as exit_code_of
 from fencepost.harness.campaign.expect import judge, judged_again, status_of
 from fencepost.harness.campaign.junit import JUNIT_FILE, write_junit
 from fencepost.harness.campaign.plan import Campaign, PlannedRun
 from fencepost.harness.campaign.slots import first_subnet, for_slot
-from fencepost.harness.errors import EXIT_CRASH, EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, BadInput
+from fencepost.harness.errors import EXIT_CRASH, BadInput
 from fencepost.harness.processes.interrupts import sigterm_as_interrupt
 from fencepost.harness.run.spec import TestSpec
 from fencepost.harness.rundir.atomic import write_atomically
@@ -332,14 +333,7 @@ def _tail(path: Path, lines: int = 30) -> str:
 
 
 def campaign_exit_code(outcomes: list[dict[str, Any]]) -> int:
-    statuses = [(status_of(o), o.get("verdict")) for o in outcomes]
-    if any(s == "crashed" for s, _ in statuses):
-        return EXIT_CRASH
-    if any(s == "surprise" and v == "unknown" for s, v in statuses):
-        return EXIT_UNKNOWN
-    if any(s == "surprise" for s, _ in statuses):
-        return EXIT_INVALID
-    return EXIT_VALID
+    return exit_code_of((status_of(o), o.get("verdict")) for o in outcomes)
 
 
 def tally(outcomes: list[dict[str, Any]]) -> str:

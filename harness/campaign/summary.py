@@ -25,11 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fencepost.harness.campaign.expect import Expectation, status_of
+from fencepost.harness.campaign.expect import Expectation, campaign_exit_code, status_of
 from fencepost.harness.compare.formats import as_dict
 from fencepost.harness.compare.order import label
 from fencepost.harness.compare.table import Row
-from fencepost.harness.errors import EXIT_CRASH, EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, BadInput
+from fencepost.harness.errors import EXIT_VALID, BadInput
 from fencepost.harness.rundir.campaigns import read_outcomes, read_plan, run_dir_of
 from fencepost.harness.rundir.names import REPORT_FILE
 
@@ -87,13 +87,8 @@ class CampaignSummary:
 
     @property
     def exit_code(self) -> int:
-        """As the campaign's (harness/campaign/runner.py): crashed, unknown counted as failure,
-        surprise, else 0."""
-        if any(r.status == "crashed" for r in self.runs):
-            return EXIT_CRASH
-        if any(r.status == "surprise" and r.verdict == "unknown" for r in self.runs):
-            return EXIT_UNKNOWN
-        return EXIT_INVALID if self.surprises else EXIT_VALID
+        """As the campaign's (`campaign_exit_code`, harness/campaign/expect.py)."""
+        return campaign_exit_code((r.status, r.verdict) for r in self.runs)
 
     @property
     def green(self) -> bool:
