@@ -93,6 +93,7 @@ class Nemesis:
 
     def _carry_out(self, step: Step) -> None:
         if step.action == "start":
+            assert step.fault is not None  # a start step names its fault (Step)
             self._start(step.fault)
         elif step.action == "stop":
             self._stop_faults(step.fault)

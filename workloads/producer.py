@@ -209,7 +209,7 @@ class ProducerWorkload:
         self._seq[process] = seq + 1
         value = f"{process}-{seq}"
         payload = value.encode()
-        invoke = {"topic": self._topic, "partition": self._partition_for(payload), "value": value}
+        invoke: dict[str, Any] = {"topic": self._topic, "partition": self._partition_for(payload), "value": value}
         key = self._client_key(process)
         send = _Send(process, self.recorder.invoke(process, "send", invoke), invoke, done, key)
         try:

@@ -28,9 +28,9 @@ def describe_changes(before: Snapshot, after: Snapshot) -> list[str]:
                          for i, p in sorted(t.partitions.items()))
             continue
         for i, p in sorted(t.partitions.items()):
-            old = old_topic.partitions.get(i)
-            if old is not None and old != p:
-                lines.append(f"{name}-{i}: {partition_change(old, p)}")
+            was = old_topic.partitions.get(i)
+            if was is not None and was != p:
+                lines.append(f"{name}-{i}: {partition_change(was, p)}")
     return lines
 
 

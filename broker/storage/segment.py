@@ -135,7 +135,7 @@ class LogSegment:
         return data[:end] if end < len(data) else data
 
     # -- writes ---------------------------------------------------------------
-    def append(self, data: bytes | memoryview, batches: list[tuple[int, int, int]], fsync: bool) -> None:
+    def append(self, data: bytes | bytearray | memoryview, batches: list[tuple[int, int, int]], fsync: bool) -> None:
         """Append `data`, whole batches described as (position in data, last offset, size)."""
         start = self.size
         for relative, last_offset, size in batches:
