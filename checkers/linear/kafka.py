@@ -14,7 +14,7 @@ from collections.abc import Callable, Set
 from dataclasses import dataclass, field
 from itertools import accumulate, chain
 from operator import attrgetter, itemgetter, lt
-from typing import Any
+from typing import Any, cast
 
 from fencepost.checkers.linear.logmodel import Append, LogModel, Read, ReadExact
 from fencepost.checkers.linear.minimize import Counterexample, minimize
@@ -23,6 +23,9 @@ from fencepost.checkers.linear.search import check
 from fencepost.checkers.linear.visual import RunLinks, render_html
 from fencepost.checkers.offsets import Observations, observe
 from fencepost.checkers.partition import CheckOptions, PartitionHistory, Poll, Send
+
+# tuple() of an (offset, value) record as JSON gave it (a list or a tuple): the same pair
+_as_pair = cast(Callable[[Any], tuple[int, str]], tuple)
 
 FINAL_PROCESS = "final"
 FINAL_READ = "final-read"  # the `ref` of the final read's ops
@@ -78,7 +81,7 @@ def partition_ops(ph: PartitionHistory, options: CheckOptions,
     appends = len(ops)
     ok_polls = [p for p in ph.polls if p.outcome == "ok" and p.records]
     ops.extend([Op(n, p.process, p.invoke_index, p.complete_index,
-                   Read(tuple(map(tuple, p.records))), None, p)
+                   Read(tuple(map(_as_pair, p.records))), None, p)
                 for n, p in enumerate(ok_polls, appends)])
     if ph.final is not None:
         mentioned = set(map(_offset, seen.polled))
@@ -122,7 +125,7 @@ class _Seen:
         if obs is not None:
             self.polled: Set[tuple[int, str]] = obs.polled.keys()
             return
-        self.polled = set(map(tuple, chain.from_iterable(
+        self.polled = set(map(_as_pair, chain.from_iterable(
             p.records for p in ph.polls if p.outcome == "ok" and p.records)))
         seen = self.polled | self.final()
         # value -> an offset it was seen at; values seen at several offsets in `_multi`.
@@ -135,7 +138,7 @@ class _Seen:
 
     def final(self) -> set[tuple[int, str]]:
         if self._final is None:
-            self._final = set(map(tuple, self.ph.final or ()))
+            self._final = set(map(_as_pair, self.ph.final or ()))
         return self._final
 
     def offsets(self, value: str) -> list[int]:
@@ -147,10 +150,9 @@ class _Seen:
                 return sorted(more)
             return [self._offset_of[value]] if value in self._offset_of else []
         return [o for o in obs.offsets_of(value)
-                if (o, value) in self.polled or self._in_final(o, value)]
+                if (o, value) in self.polled or self._in_final(obs, o, value)]
 
-    def _in_final(self, offset: int, value: str) -> bool:
-        obs = self.obs
+    def _in_final(self, obs: Observations, offset: int, value: str) -> bool:
         if obs.final_at.get(offset) == value:
             return True
         # final_at keeps one value per offset; several are listed in multi_values.
@@ -218,7 +220,7 @@ def _final_exacts(ph: PartitionHistory, mentioned: set[int]) -> list[tuple[int, 
     per offset. Offsets in gaps that no other op mentions are left out:
     nothing could ever be appended there, so their ReadExact(None) would hold
     trivially. A complete final read also says nothing lies past its end."""
-    final = set(map(tuple, ph.final or ()))
+    final = set(map(_as_pair, ph.final or ()))
     held = set(map(_offset, final))
     last = max(held, default=-1)
     gaps = [(o, None) for o in mentioned - held if o <= last or ph.final_complete]
@@ -334,7 +336,7 @@ def greedy_witness(ph: PartitionHistory, options: CheckOptions, obs: Observation
         mentioned.update(map(_offset, optional))
         gaps = mentioned - held
         if not ph.final_complete:
-            gaps = [o for o in gaps if o <= last]
+            gaps = {o for o in gaps if o <= last}
         # One exact per distinct final record (one per offset, unless an offset repeats).
         distinct = len(final) if len(held) == len(final) else len(seen.final())
         exacts = distinct + len(gaps)
@@ -393,9 +395,10 @@ def counterexample_entry(op: Op, cx: Counterexample) -> dict[str, Any]:
                      invoke_index=origin.invoke_index, complete_index=origin.complete_index)
     inp = op.input
     if isinstance(inp, Read):
+        poll = cast(Poll, origin)  # a Read is made of an ok poll (kafka_ops)
         entry["records"] = [list(r) for r in inp.records]
-        if len(origin.records) > len(inp.records):
-            entry["records_total"] = len(origin.records)
+        if len(poll.records) > len(inp.records):
+            entry["records_total"] = len(poll.records)
     else:
         entry["offset"] = inp.offset
         entry["value"] = inp.value
