@@ -125,6 +125,7 @@ def _read(consumer: Consumer, topic: str, ends: dict[int, int], errors: dict[int
                     todo.discard(p)
                 continue  # a transient error: librdkafka goes on by itself
             offset = m.offset()
+            assert offset is not None  # a message without an error has its offset
             if offset < next_offset[p] or offset >= ends[p]:
                 continue
             reads[p].append({"kind": "read", "topic": topic, "partition": p, "offset": offset,
