@@ -31,6 +31,7 @@ TIMEOUT_S = 300.0
 class Smoke:
     figures: tuple[str, ...]  # regular expressions (MULTILINE) the output must hold
     slow: str = ""  # why the smoke is too long for the fast set
+    fuse: bool = False  # mounts the lazy filesystem: root and /dev/fuse
 
 
 SMOKES: dict[str, Smoke] = {
@@ -48,16 +49,17 @@ SMOKES: dict[str, Smoke] = {
                             slow="a stock Kafka broker's JVM on the process backend: about 55 s"),
     "kip101_reach": Smoke((r"^ +2 +[\d.]+ +\d+ +[\d.]+%$", r"^ +4 +[\d.]+ +\d+ +[\d.]+%$")),
     "lazyfs_bench": Smoke((r"^  lazy +[\d.]+ MiB/s",
-                           r"passthrough / disk [\d.]+ +lazy / disk [\d.]+ +lazy / passthrough [\d.]+")),
+                           r"passthrough / disk [\d.]+ +lazy / disk [\d.]+ +lazy / passthrough [\d.]+"), fuse=True),
     "lazyfs_kafka_bench": Smoke((r"^throughput lazy / plain: [\d.]+", r"^p99 latency lazy / plain: [\d.]+$"),
-                                slow="two own clusters with lazy disks, producer processes spawned: about 20 s"),
+                                slow="two own clusters with lazy disks, producer processes spawned: about 20 s",
+                                fuse=True),
     "librdkafka_deadlock": Smoke((r"^confluent-kafka installed trial 0: (STUCK|resumed) \(\d/1\)$",
                                   r"^installed +\d/1 +[\d.]+ +\[[\d.]+, [\d.]+\]")),
     "linear_bench": Smoke((r"linearizable True, states explored \d+", r"[\d,]+ search ops/s",
                            r"search: linearizable False", r"minimisation: [\d.]+ s, \d+ searches")),
     "mutation_bench": Smoke((r"^all +21 ", r"^commands run: check 21")),
     "own_lazy_bench": Smoke((r"^\| plain disk, --flush os \| [\d,]+ \| 1\.00 \|$",
-                             r"^\| lazy filesystem, --flush os \| [\d,]+ \| [\d.]+ \|$")),
+                             r"^\| lazy filesystem, --flush os \| [\d,]+ \| [\d.]+ \|$"), fuse=True),
     "pipeline_bench": Smoke((r"^spark / single  = [\d.]+", r"^spark +[\d.]+ +[\d,]+ +1$"),
                             slow="Spark's JVM: one to two minutes"),
     "producer_load": Smoke((r"^throughput acks=1: 2,000 msgs in [\d.]+ s: [\d,]+ msgs/s$",
@@ -93,10 +95,17 @@ FAST_ORDER = ("replication_bench", "librdkafka_deadlock", "crash_runs", "workloa
 @pytest.fixture(scope="module")
 def fast_smokes():
     with ThreadPoolExecutor(POOL) as pool:
-        futures: dict[str, Future] = {name: pool.submit(run_smoke, name) for name in FAST_ORDER}
+        fuse = os.geteuid() == 0 and os.path.exists("/dev/fuse")
+        futures: dict[str, Future] = {name: pool.submit(run_smoke, name) for name in FAST_ORDER
+                                      if fuse or not SMOKES[name].fuse}
         yield futures
         for future in futures.values():
             future.cancel()
+
+
+def skip_without_fuse(name: str) -> None:
+    if SMOKES[name].fuse and (os.geteuid() != 0 or not os.path.exists("/dev/fuse")):
+        pytest.skip(f"bench/{name}.py mounts the lazy filesystem: it needs root and /dev/fuse")
 
 
 def check_output(name: str, done: subprocess.CompletedProcess, seconds: float, figures: tuple[str, ...] = ()) -> None:
@@ -110,6 +119,7 @@ def check_output(name: str, done: subprocess.CompletedProcess, seconds: float, f
 
 @pytest.mark.parametrize("name", [n for n in SMOKES if not SMOKES[n].slow])
 def test_smoke(name: str, fast_smokes) -> None:
+    skip_without_fuse(name)
     done, seconds = fast_smokes[name].result(timeout=TIMEOUT_S * 2)
     check_output(name, done, seconds)
 
@@ -117,6 +127,7 @@ def test_smoke(name: str, fast_smokes) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [n for n in SMOKES if SMOKES[n].slow])
 def test_slow_smoke(name: str) -> None:
+    skip_without_fuse(name)
     check_output(name, *run_smoke(name))
 
 
