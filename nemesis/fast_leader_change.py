@@ -94,7 +94,7 @@ class FastLeaderChange(Scenario):
     def run(self, ctx: NemesisContext, done: dict[str, Any]) -> None:
         self.await_traffic(ctx)
         controller = ctx.cluster.system.controller_broker(ctx.cluster.hosts)
-        view, roles = self._choose_roles(ctx, ctx.await_leader(self.partition), controller)
+        view, roles = self._choose_roles(ctx, ctx.await_leader(self.chosen), controller)
         leader, next_leader, other = roles.leader, roles.next_leader, roles.other
         done.update(partition=self.partition, leader=leader, next_leader=next_leader, other=other,
                     leader_epoch=view.leader_epoch)

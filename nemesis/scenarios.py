@@ -73,6 +73,12 @@ class Scenario(Fault):
     def active(self) -> bool:
         return False
 
+    @property
+    def chosen(self) -> int:
+        """The partition start() chose: what run() and its steps act on."""
+        assert self.partition is not None, "start() chooses the partition before run()"
+        return self.partition
+
     def stop(self, ctx: NemesisContext) -> None:
         """Nothing: a scenario heals itself before start() returns."""
 
@@ -138,7 +144,7 @@ class Scenario(Fault):
 
     def await_leader(self, ctx: NemesisContext, not_in: tuple[str, ...]) -> PartitionView:
         with self._step(ctx, "await-leader", {"partition": self.partition, "not_in": list(not_in)}) as op:
-            view = ctx.await_leader(self.partition, not_in)
+            view = ctx.await_leader(self.chosen, not_in)
             op.value = {**op.value, **view_json(view)}
         return view
 
@@ -159,13 +165,13 @@ class Scenario(Fault):
         value = ({"partition": self.partition, "node": node, "in_isr": member}
                  | ({"registered": True} if registered else {}))
         with self._step(ctx, "await-isr", value) as op:
-            view = ctx.await_view(self.partition, reached, what)
+            view = ctx.await_view(self.chosen, reached, what)
             op.value = {**op.value, **view_json(view)}
         return view
 
     def high_watermark(self, ctx: NemesisContext) -> int | None:
         """The partition's high watermark, asked of its leader (None when it does not answer)."""
-        return high_watermark(ctx.cluster.bootstrap, ctx.topic, self.partition)
+        return high_watermark(ctx.cluster.bootstrap, ctx.topic, self.chosen)
 
     def await_high_watermark(self, ctx: NemesisContext, above: int | None,
                              unknown: str = "no checkpointed high watermark", timeout: float | None = None) -> None:
@@ -176,7 +182,7 @@ class Scenario(Fault):
             if above is None:
                 op.value = {**op.value, "skipped": unknown}
                 return
-            reached = await_above(ctx.cluster.bootstrap, ctx.topic, self.partition, above,
+            reached = await_above(ctx.cluster.bootstrap, ctx.topic, self.chosen, above,
                                   ctx.timeout if timeout is None else timeout)
             op.value = {**op.value, "high_watermark": reached, "passed": reached is not None and reached > above}
 
@@ -220,7 +226,7 @@ class LeaderBounce(Scenario):
         self.settle = settle
 
     def run(self, ctx: NemesisContext, done: dict[str, Any]) -> None:
-        view = ctx.await_leader(self.partition)
+        view = ctx.await_leader(self.chosen)
         leader = view.leader
         if len(view.replicas) < 2:
             raise ClusterConfigError(f"leader-bounce needs a replication factor of at least 2; "
@@ -290,7 +296,7 @@ class Zombie(Scenario):
 
     def run(self, ctx: NemesisContext, done: dict[str, Any]) -> None:
         self.await_traffic(ctx)
-        view = ctx.await_leader(self.partition)
+        view = ctx.await_leader(self.chosen)
         if len(view.replicas) < 3:
             raise ClusterConfigError(f"zombie needs a replication factor of at least 3; "
                                      f"{ctx.topic}-{self.partition} has replicas {', '.join(view.replicas)}")
@@ -335,7 +341,7 @@ class Zombie(Scenario):
             try:
                 with self._step(ctx, "await-leader", {"partition": self.partition, "not_in": [leader, zombie]}) as op:
                     try:
-                        view = ctx.await_leader(self.partition, (leader, zombie), timeout=HANDOVER_WAIT_S)
+                        view = ctx.await_leader(self.chosen, (leader, zombie), timeout=HANDOVER_WAIT_S)
                         op.value = {**op.value, **view_json(view)}
                     except HostError as e:
                         op.value = {**op.value, "not_yet": str(e)}
@@ -350,7 +356,7 @@ class Zombie(Scenario):
         still fetches back into the ISR within a moment, KAFKA-7128)."""
         fenced = {"partition": self.partition, "node": zombie, "leader_epoch": epoch}
         with self._step(ctx, "await-fenced", fenced) as op:
-            view = ctx.await_view(self.partition, lambda v: zombie not in v.isr or v.leader_epoch > epoch,
+            view = ctx.await_view(self.chosen, lambda v: zombie not in v.isr or v.leader_epoch > epoch,
                                   f"{zombie} fenced (out of the ISR, or a leader epoch after {epoch})")
             op.value = {**op.value, **view_json(view)}
         return view
