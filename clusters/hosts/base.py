@@ -20,7 +20,7 @@ import time
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Generic, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 from fencepost.clusters.errors import ClusterConfigError, HostError
 from fencepost.clusters.processes import CLUSTER_ENV as CLUSTER_ENV  # the marker: clusters/processes.py
@@ -188,12 +188,15 @@ class Host(ABC):
         return {"name": self.name, "address": self.address, "workdir": self.workdir}
 
 
-class HostSet(ABC):
+H = TypeVar("H", bound=Host)  # a backend's own kind of host
+
+
+class HostSet(ABC, Generic[H]):
     """The hosts of one cluster on one backend."""
 
     backend: str
     cluster: str
-    hosts: dict[str, Host]
+    hosts: dict[str, H]
 
     @abstractmethod
     def state(self) -> dict[str, Any]:
@@ -209,12 +212,12 @@ class HostSet(ABC):
         of a node off from the clients drops (None where this backend cannot tell it)."""
         return None
 
-    def __getitem__(self, node: str) -> Host:
+    def __getitem__(self, node: str) -> H:
         try:
             return self.hosts[node]
         except KeyError:
             raise HostError(f"no node {node!r} in cluster {self.cluster}: its nodes are "
                             f"{', '.join(self.hosts)}") from None
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[H]:
         return iter(self.hosts.values())

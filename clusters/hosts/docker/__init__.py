@@ -279,7 +279,7 @@ class DockerHost(Host):
         return {**super().describe(), "container": self.container_name}
 
 
-class DockerHostSet(HostSet):
+class DockerHostSet(HostSet[DockerHost]):
     backend = BACKEND
 
     def __init__(self, client: docker.DockerClient, cluster: str, hosts: dict[str, DockerHost],

@@ -109,7 +109,7 @@ class NetnsHost(LocalHost):
         return {**super().describe(), "namespace": self.namespace}
 
 
-class NetnsHostSet(HostSet):
+class NetnsHostSet(HostSet[NetnsHost]):
     backend = BACKEND
 
     def __init__(self, net: ClusterNetwork, workdirs: Mapping[str, str]) -> None:

@@ -81,7 +81,7 @@ class ProcessHost(LocalHost):
         return self.ports[service]
 
 
-class ProcessHostSet(HostSet):
+class ProcessHostSet(HostSet[ProcessHost]):
     backend = BACKEND
 
     def __init__(self, cluster: str, hosts: dict[str, ProcessHost]) -> None:

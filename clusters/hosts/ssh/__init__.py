@@ -173,7 +173,7 @@ class SshHost(Host):
                 "spawned": [h.to_dict() for h in self.spawned]}
 
 
-class SshHostSet(HostSet):
+class SshHostSet(HostSet[SshHost]):
     """The machines of one cluster; its state holds the options and each node's spawned pids."""
 
     backend = BACKEND

@@ -20,6 +20,7 @@ from typing import Iterable, Mapping, Sequence
 
 from fencepost.clusters.hosts import iptables
 from fencepost.clusters.hosts.base import CLUSTER_ENV, NODE_ENV, state_of_tasks
+from fencepost.clusters.processes import ProcessState
 
 KILL_GRACE_S = 5  # after `timeout` sends TERM, how long until it sends KILL
 NOT_INSTALLED_STATUS = 127
@@ -116,7 +117,7 @@ def destroy_script(cluster: str, node: str, recorded: Iterable[int], sudo: bool)
         + _remove_chain(sudo))
 
 
-def parse_stat(stat: str) -> str:
+def parse_stat(stat: str) -> ProcessState:
     """running, stopped or gone from the threads' /proc stat lines ('' = gone)."""
     return state_of_tasks(stat)
 
