@@ -54,6 +54,7 @@ class BrokerClient:
     async def _call(self, request: Any, version: int) -> Any:
         if self._writer is None:
             self._reader, self._writer = await asyncio.open_connection(self.host, self.port)
+        assert self._reader is not None  # connected with the writer
         self._correlation = (self._correlation + 1) & 0x7FFFFFFF
         correlation = self._correlation
         request.API_VERSION = version

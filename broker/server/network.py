@@ -104,6 +104,7 @@ class KafkaConnection(asyncio.Protocol):
             if (len(self._queue) >= MAX_QUEUED_REQUESTS or self._queued_bytes >= MAX_QUEUED_BYTES) \
                     and not self._reading_paused:
                 self._reading_paused = True
+                assert self._transport is not None  # data comes after connection_made
                 self._transport.pause_reading()
             if self._worker is None:
                 self._worker = asyncio.get_running_loop().create_task(self._work())
@@ -135,6 +136,7 @@ class KafkaConnection(asyncio.Protocol):
                 if self._reading_paused and len(self._queue) < MAX_QUEUED_REQUESTS // 2 \
                         and self._queued_bytes < MAX_QUEUED_BYTES // 2:
                     self._reading_paused = False
+                    assert self._transport is not None  # reading was paused on it
                     self._transport.resume_reading()
                 try:
                     response = await self._server.handler(frame, self._info)
@@ -143,6 +145,7 @@ class KafkaConnection(asyncio.Protocol):
                     self.close()
                     return
                 if response is not None and not self._closed:
+                    assert self._transport is not None  # requests come after connection_made
                     self._transport.write(response)
                     if self._writable is not None and not self._writable.done():
                         await self._writable
