@@ -12,6 +12,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import orjson
 
@@ -40,7 +41,7 @@ class OffsetStore:
         self.path = Path(data_dir) / FILE_NAME
         self.fsync = fsync
         self._offsets: dict[str, dict[tuple[str, int], CommittedOffset]] = {}
-        self._file = None
+        self._file: BinaryIO | None = None  # the file appended to, from open() to close()
 
     def open(self) -> None:
         if self.path.exists():
@@ -79,6 +80,7 @@ class OffsetStore:
                 c = CommittedOffset(c.offset, c.leader_epoch, c.metadata, now)
             group_offsets[(topic, partition)] = c
             lines.append(_line(group, topic, partition, c))
+        assert self._file is not None  # open() came first
         self._file.write(b"".join(lines))
         self._file.flush()
         if self.fsync:
