@@ -174,7 +174,7 @@ class ReplicaFetcher:
                 continue  # the partition moved on while we asked
             a = answers.get((tp.topic, tp.partition))
             error = ErrorCode(a.error_code) if a is not None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            if error is ErrorCode.NONE:
+            if error is ErrorCode.NONE and a is not None:  # (NONE comes only with an answer)
                 step = step_after_answer(mode, epoch, a.leader_epoch, a.end_offset, p.log.log_end_offset,
                                          p.high_watermark, lambda e: p.log.epoch_cache.end_offset_for(
                                              e, p.log.log_end_offset))
@@ -220,11 +220,13 @@ class ReplicaFetcher:
         for topic in response.responses:
             for part in topic.partitions:
                 tp = TopicPartition(topic.topic, part.partition_index)
-                s = self.states.get(tp)
-                p = self.replicas.partition(tp)
-                if s is None or s is not sent.get(tp) or p is None or s.truncating or p.is_leader:
+                state = self.states.get(tp)
+                replica = self.replicas.partition(tp)
+                if (state is None or state is not sent.get(tp) or replica is None or state.truncating
+                        or replica.is_leader):
                     continue  # the partition's state changed while the fetch was out
-                await self._handle_partition(tp, s, p, ErrorCode(part.error_code), part.records, part.high_watermark)
+                await self._handle_partition(tp, state, replica, ErrorCode(part.error_code), part.records,
+                                             part.high_watermark)
         return True
 
     async def _handle_partition(self, tp: TopicPartition, s: FetchState, p: Partition, error: ErrorCode,

@@ -227,7 +227,12 @@ class ReplicaManager:
         fut = loop.create_future()
         for p in partitions:
             p.add_waiter(fut)
-        timer = loop.call_later(timeout, lambda: fut.done() or fut.set_result(None))
+
+        def expire() -> None:
+            if not fut.done():
+                fut.set_result(None)
+
+        timer = loop.call_later(timeout, expire)
         try:
             await fut
         finally:
@@ -272,6 +277,7 @@ class ReplicaManager:
                                isr: tuple[int, ...], retry_key: tuple[TopicPartition, int | None]) -> None:
         log.info("%s: asking the controller to change the ISR %s -> %s (leader epoch %d, partition epoch %d)",
                  p.tp, list(p.isr), list(isr), leader_epoch, partition_epoch)
+        assert self.isr_changer is not None  # _change_isr sends only where there is one
         try:
             result = await self.isr_changer(p.tp, leader_epoch, partition_epoch, isr)
         except Exception as e:  # the controller is unreachable: try again later
