@@ -117,7 +117,8 @@ class ControllerChannel:
                     snapshot = Snapshot.from_dict(message["snapshot"])
                     self.metadata_version = max(self.metadata_version, snapshot.version)
                     self.on_snapshot(snapshot)
-                elif (future := self._pending.get(message.get("id"))) is not None and not future.done():
+                elif (future := self._pending.get(message.get("id", 0))) is not None and not future.done():
+                    # (request ids start at 1: 0 is no request, as a missing id)
                     future.set_result(message)
         except (OSError, protocol.ProtocolError, KeyError, ValueError, TypeError) as e:
             log.warning("bad message from the controller: %s", e)

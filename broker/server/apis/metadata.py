@@ -74,6 +74,7 @@ class MetadataApi(ApiHandler):
         if result.error is not ErrorCode.NONE:
             log.warning("auto-creating topic %r failed: %s", name, result.message)
             return _Topic(error_code=int(result.error), name=name, partitions=[])
+        assert result.topic is not None  # a creation that succeeded says what it created
         return self._topic(result.topic)
 
     @staticmethod

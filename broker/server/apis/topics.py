@@ -49,6 +49,7 @@ class CreateTopicsApi(ApiHandler):
                                         num_partitions=-1, replication_factor=-1, configs=None))
                 continue
             topic = r.topic
+            assert topic is not None  # a creation that succeeded says what it created
             results.append(_Created(
                 name=t.name, topic_id=topic.topic_id, error_code=0, error_message=None,
                 num_partitions=len(topic.partitions), replication_factor=topic.replication_factor,
