@@ -172,7 +172,7 @@ class ScriptedSchedule(Schedule):
 
     @property
     def faults(self) -> tuple[FaultSpec, ...]:
-        return tuple(dict.fromkeys(s.fault for s in self.script if s.action == "start"))
+        return tuple(dict.fromkeys(s.fault for s in self.script if s.action == "start" and s.fault is not None))
 
     def steps(self, rng: random.Random) -> Iterator[Step]:
         return iter(self.script)
@@ -183,7 +183,12 @@ class ScriptedSchedule(Schedule):
             raise ClusterConfigError(f"a nemesis script is a list of entries like {{at = 5, action = "
                                      f"\"start kill:leader\"}}; got {type(entries).__name__}")
         steps = [parse_entry(entry, i) for i, entry in enumerate(entries)]
-        return ScriptedSchedule(tuple(sorted(steps, key=lambda s: s.at)))
+        return ScriptedSchedule(tuple(sorted(steps, key=_scripted_at)))
+
+
+def _scripted_at(step: Step) -> float:
+    assert step.at is not None  # parse_entry gives every scripted step its time
+    return step.at
 
 
 def parse_entry(entry: Mapping[str, Any] | Sequence[Any], index: int) -> Step:

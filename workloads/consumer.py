@@ -468,12 +468,12 @@ class ConsumerWorkload:
         read = {(r["topic"], r["partition"]) for r in records}
         behind = []
         for key in client.held:
-            top = acked.get(key[1], -1)
-            if key in read or top <= client.reached.get(key, -1):
+            acked_to = acked.get(key[1], -1)
+            if key in read or acked_to <= client.reached.get(key, -1):
                 client.progress[key] = now
             elif now - client.progress.setdefault(key, now) >= self.options.stuck_s:
                 behind.append(f"{key[0]}-{key[1]} (read to {client.reached.get(key, -1)}, "
-                              f"acknowledged to {top}, no record for {now - client.progress[key]:.0f} s)")
+                              f"acknowledged to {acked_to}, no record for {now - client.progress[key]:.0f} s)")
         if behind and client.stuck is None:
             client.stuck = "stuck: " + "; ".join(behind)
             where = self._flush(client, client.stuck, stacks=True)

@@ -266,7 +266,8 @@ class ProducerWorkload:
         deadline = time.monotonic() + timeout
         while True:
             busy = {send.client for send in self._in_flight.values()}
-            if not busy or sum(self._producers[key].poll(0) for key in busy if key in self._producers):
+            served: int = sum(self._producers[key].poll(0) for key in busy if key in self._producers)
+            if not busy or served:
                 return
             left = deadline - time.monotonic()
             if left <= 0:

@@ -77,9 +77,10 @@ def _plot_detection(verdicts: list[RunVerdict], table: list[Row], path: Path) ->
         samples.append(times)
     fig, ax = plt.subplots(figsize=(max(6.0, 1.3 * len(labels)), 4.2))
     for i, times in enumerate(samples):
-        if times:
+        median = median_s(times)
+        if times and median is not None:  # (a median exactly when there are times)
             ax.scatter([i] * len(times), times, alpha=0.6)
-            ax.hlines(median_s(times), i - 0.3, i + 0.3, color="black")
+            ax.hlines(median, i - 0.3, i + 0.3, color="black")
     ax.set_xticks(range(len(labels)), labels, fontsize="small")
     ax.set_ylabel("seconds into the run")
     ax.set_title("time to first detection of an invalidating anomaly (line: median)")

@@ -68,6 +68,7 @@ def clients_section(clients: ClientFiles, stuck: set[int]) -> str:
 
 
 def _log_link(entry: ClientLog) -> str:
+    assert entry.log is not None  # linked only where the client wrote its log
     return f'<a class="client-log" href="{href(entry.log)}">{esc(entry.log)}</a>'
 
 

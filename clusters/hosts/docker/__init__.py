@@ -189,7 +189,9 @@ class DockerHost(Host):
             if member is None or not member.isfile():
                 raise HostError(f"on {self.name}: {remote} is not a regular file "
                                 f"({'a folder' if member is not None and member.isdir() else 'empty archive'})")
-            content = tar.extractfile(member).read()
+            extracted = tar.extractfile(member)
+            assert extracted is not None  # a regular file's member has its content
+            content = extracted.read()
         local.parent.mkdir(parents=True, exist_ok=True)
         local.write_bytes(content)
 

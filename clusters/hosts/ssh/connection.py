@@ -167,6 +167,7 @@ class SshConnection:
         """`action(client)`, reconnecting once if the connection turns out to have dropped.
         `action` must be safe to repeat after a failure on a dead connection (it sent nothing)."""
         self.connect()
+        assert self._client is not None  # connect() made it
         try:
             return action(self._client)
         except CONNECTION_ERRORS as first:
@@ -174,6 +175,7 @@ class SshConnection:
                 raise HostError(f"on {self.target.node} ({self.target.where}): {what} failed: {first}") from None
         self.close()
         self.connect()
+        assert self._client is not None  # connect() made it
         try:
             return action(self._client)
         except CONNECTION_ERRORS as second:
@@ -184,8 +186,12 @@ class SshConnection:
         """Run one command line; (exit status, stdout, stderr). Exit status -1: killed by a
         signal. HostError when it has not ended after `deadline_s` (the channel is closed) or
         the connection drops meanwhile; `label` names the command in messages."""
-        channel = self._with_reconnect(lambda c: c.get_transport().open_session(
-            timeout=self.target.connect_timeout), "opening a session")
+        def open_session(client: paramiko.SSHClient) -> paramiko.Channel:
+            transport = client.get_transport()
+            assert transport is not None  # a connected client has its transport
+            return transport.open_session(timeout=self.target.connect_timeout)
+
+        channel = self._with_reconnect(open_session, "opening a session")
         try:
             channel.exec_command(command)
             channel.shutdown_write()
