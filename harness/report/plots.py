@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from matplotlib.lines import Line2D
@@ -45,7 +45,7 @@ BUCKETS = 100  # time buckets of the quantile and rate plots, about
 QUANTILES = ((0.5, "p50", "#2A9D8F"), (0.95, "p95", "#E9B824"), (0.99, "p99", "#EE6C2C"),
              (1.0, "max", "#B5179E"))
 F_MARKERS = {"send": ".", "poll": "+", "assign": "x", "subscribe": "x", "crash": "^"}
-F_STYLES = {"send": "-", "poll": "--"}
+F_STYLES: dict[str, Literal["-", "--", ":"]] = {"send": "-", "poll": "--"}
 MIN_LATENCY_MS = 1e-3  # a zero latency still shows on the log scale
 
 
