@@ -80,7 +80,7 @@ class _Minimizer:
     def localise(self, ops: list[Op], deepest: Deepest | None) -> tuple[list[Op], list[Hashable]]:
         model = self.model
         hints = minimise_hints(model)
-        touching: dict[Hashable, list[int]] = {}
+        touching: dict[Any, list[int]] = {}  # footprint keys: orderable
         keyless: list[Op] = []
         for pos, op in enumerate(ops):
             op_keys = {key for key, _ in search_hints(model).footprint(op)}

@@ -20,6 +20,10 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 State = TypeVar("State", bound=Hashable)
+# A footprint key: hashable and orderable (the search and the minimiser keep them sorted).
+FootKey = TypeVar("FootKey")
+# A key ops write and read (`provides`, `depends_on`): hashable.
+DataKey = TypeVar("DataKey", bound=Hashable)
 
 
 @dataclass(slots=True)
@@ -67,7 +71,7 @@ class Model(Generic[State]):
         return repr(state)
 
 
-class SearchHints:
+class SearchHints(Generic[FootKey]):
     """Optional: what lets the search prune and order its steps."""
 
     # True promises more: once an op that is not read-only has taken effect, no
@@ -88,19 +92,19 @@ class SearchHints:
         through it, so the search then skips the per-state scan with is_dead."""
         return False
 
-    def footprint(self, op: Op) -> Iterable[tuple[Hashable, Any]]:
+    def footprint(self, op: Op) -> Iterable[tuple[FootKey, Any]]:
         """(key, demand) pairs: what `op` needs of each key it touches. Keys
         must be orderable (the search keeps them sorted). With `settled` and
         `contradicts` this lets the search find every op that a step made
         impossible, wherever it lies in the history."""
         return ()
 
-    def settled(self, before: Any, after: Any) -> tuple[Hashable, Hashable] | None:
+    def settled(self, before: Any, after: Any) -> tuple[FootKey, FootKey] | None:
         """The inclusive key range (lo, hi) whose contents became final in the
         step from `before` to `after` (no later step may change them), or None."""
         return None
 
-    def contradicts(self, state: Any, key: Hashable, demand: Any) -> bool:
+    def contradicts(self, state: Any, key: FootKey, demand: Any) -> bool:
         """For a settled `key`: True if `demand` (from `footprint`) can never be
         met in `state` or any state after it."""
         return False
@@ -111,35 +115,35 @@ class SearchHints:
         return 0
 
 
-class MinimiseHints:
+class MinimiseHints(Generic[DataKey, FootKey]):
     """Optional: what lets the minimiser keep a counterexample's subsets meaningful and
     localise a violation."""
 
-    def provides(self, op: Op) -> Iterable[Hashable]:
+    def provides(self, op: Op) -> Iterable[DataKey]:
         """Keys `op` writes (e.g. a value, or an (offset, value) pair)."""
         return ()
 
-    def initial_keys(self) -> Iterable[Hashable]:
+    def initial_keys(self) -> Iterable[DataKey]:
         """Keys the initial state already provides (a register's initial value)."""
         return ()
 
-    def describe_key(self, key: Hashable) -> str:
+    def describe_key(self, key: DataKey) -> str:
         """A key of `provides`/`depends_on`, in words."""
         return repr(key)
 
-    def depends_on(self, op: Op) -> Iterable[Hashable]:
+    def depends_on(self, op: Op) -> Iterable[DataKey]:
         """Keys `op` reads. The minimiser drops a reader whenever it drops a
         writer of something it reads, so that a subset of a linearizable
         history stays linearizable."""
         return ()
 
-    def restrict(self, op: Op, keys: frozenset[Hashable]) -> Op | None:
+    def restrict(self, op: Op, keys: frozenset[FootKey]) -> Op | None:
         """`op` projected onto the footprint `keys` (None if nothing is left).
         Overriding it promises: a projection of a linearizable history is
         linearizable. The minimiser then localises a violation by keys."""
         return op
 
-    def frontier(self, state: Any) -> Hashable | None:
+    def frontier(self, state: Any) -> FootKey | None:
         """The footprint key where the search is likely stuck from `state`
         (for the log: its last offset); a starting point for localisation."""
         return None
@@ -153,16 +157,16 @@ class Explains:
         raise NotImplementedError
 
 
-_NO_SEARCH_HINTS = SearchHints()
-_NO_MINIMISE_HINTS = MinimiseHints()
+_NO_SEARCH_HINTS: SearchHints[Any] = SearchHints()
+_NO_MINIMISE_HINTS: MinimiseHints[Any, Any] = MinimiseHints()
 
 
-def search_hints(model: Model[Any]) -> SearchHints:
+def search_hints(model: Model[Any]) -> SearchHints[Any]:
     """`model`'s search hints, or the harmless defaults."""
     return model if isinstance(model, SearchHints) else _NO_SEARCH_HINTS
 
 
-def minimise_hints(model: Model[Any]) -> MinimiseHints:
+def minimise_hints(model: Model[Any]) -> MinimiseHints[Any, Any]:
     """`model`'s minimisation hints, or the harmless defaults."""
     return model if isinstance(model, MinimiseHints) else _NO_MINIMISE_HINTS
 

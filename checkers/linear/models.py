@@ -27,7 +27,7 @@ def _kind(op: Op) -> str:
     return kind
 
 
-class RegisterModel(Model[Hashable], SearchHints, MinimiseHints, Explains):
+class RegisterModel(Model[Hashable], SearchHints[Any], MinimiseHints[Hashable, Any], Explains):
     """A single register with read, write and compare-and-set."""
 
     name = "register"
@@ -92,7 +92,7 @@ class RegisterModel(Model[Hashable], SearchHints, MinimiseHints, Explains):
         return ()
 
 
-class SetModel(Model[frozenset[Hashable]], SearchHints, MinimiseHints, Explains):
+class SetModel(Model[frozenset[Hashable]], SearchHints[Any], MinimiseHints[Hashable, Any], Explains):
     """A grow-only set: add an element, read the whole set."""
 
     name = "set"
