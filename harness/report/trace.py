@@ -51,7 +51,10 @@ class Target:
 
     @property
     def place(self) -> Place | None:
-        return None if self.offset is None else (self.topic, self.partition, self.offset)
+        if self.offset is None:
+            return None
+        assert self.topic is not None and self.partition is not None  # an offset's (parse_offset)
+        return (self.topic, self.partition, self.offset)
 
     def describe(self) -> str:
         if self.value is not None:
