@@ -29,7 +29,7 @@ from typing import BinaryIO, TextIO
 
 import orjson
 
-from fencepost.broker.storage.batch import ScanOutcome, scan_batches
+from fencepost.broker.storage.batch import RecordBatch, ScanOutcome, scan_batches
 from fencepost.broker.storage.checkpoints import (
     LEADER_EPOCH_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
@@ -172,7 +172,9 @@ def _dump_segment(segment: Path, state: PartitionDump, prefix: dict, out: Binary
         size = os.fstat(fd).st_size
         outcome = ScanOutcome()
         for position, batch in scan_batches(lambda pos, n: os.pread(fd, n, pos), size, outcome):
-            where = f"{segment} byte {position} (offsets {batch.base_offset if batch.magic == 2 else batch.offset}..)"
+            # (a RecordBatch is exactly a batch of magic 2: iter_batches makes them so)
+            first = batch.base_offset if isinstance(batch, RecordBatch) else batch.offset
+            where = f"{segment} byte {position} (offsets {first}..)"
             if not batch.is_valid():
                 state.problems.append(f"{where}: CRC mismatch; this batch and everything after it skipped")
                 return False
@@ -193,6 +195,7 @@ def _dump_segment(segment: Path, state: PartitionDump, prefix: dict, out: Binary
                 out.write(_record_lines(prefix, records, epoch if epoch >= 0 else None))
             state.log_end_offset = batch.last_offset + 1
         if outcome.problem:
+            assert outcome.problem_position is not None  # set with the problem (ScanOutcome._stop)
             state.problems.append(
                 f"{segment}: {outcome.problem} at byte {outcome.problem_position} of {size}; "
                 f"{size - outcome.problem_position} bytes skipped"

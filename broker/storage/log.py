@@ -279,7 +279,8 @@ class PartitionLog:
         placed = []
         position = 0
         for batch in batches:
-            if batch.magic != MAGIC_V2:
+            # (a RecordBatch is exactly a batch of magic 2: iter_batches makes them so)
+            if batch.magic != MAGIC_V2 or not isinstance(batch, RecordBatch):
                 raise InvalidFollowerAppend(f"{self.topic}-{self.partition}: message format v{batch.magic} batch")
             if batch.base_offset != expected:
                 raise InvalidFollowerAppend(
