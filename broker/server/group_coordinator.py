@@ -66,7 +66,7 @@ class Member:
     sync_waiter: asyncio.Future | None = None
     session_timer: asyncio.TimerHandle | None = None
 
-    def metadata_for(self, protocol: str) -> bytes:
+    def metadata_for(self, protocol: str | None) -> bytes:
         for name, metadata in self.protocols:
             if name == protocol:
                 return metadata
@@ -236,6 +236,7 @@ class GroupCoordinator:
         log.info("group %s generation %d: %d members, leader %s, protocol %s", group.group_id,
                  group.generation_id, len(group.members), group.leader_id, group.protocol_name)
         for m in group.members.values():
+            assert m.join_waiter is not None  # members without a waiting join were removed above
             m.join_waiter.set_result(self._join_result(group, m))
             self._schedule_session_expiry(group, m)
 
