@@ -199,7 +199,7 @@ def _unknown(data: Mapping[str, Any], known: Mapping[str, Any], where: str) -> N
 def _section(cls: type, data: Mapping[str, Any], name: str) -> Any:
     known = {f.name: f for f in fields(cls)}
     _unknown(data, known, f"{name}.")
-    values = {}
+    values: dict[str, Any] = {}
     for key, value in data.items():
         if cls is NemesisSettings and key == "script":
             if not isinstance(value, list) or not all(isinstance(step, dict) for step in value):
