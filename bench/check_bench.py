@@ -17,7 +17,7 @@ Each stage runs in a fresh process, with --jobs N and with --jobs 1:
           and exits without freeing)
 Each stage also runs with the Python reader alone (the C reader switched
 off, as on a machine without a C compiler: the exact readers,
-harness/rundir/history.py and harness/rundir/final_log.py, read both files), in alternation
+harness/rundir/history.py and harness/rundir/final_reader.py, read both files), in alternation
 with the C reader's; the ratios C / Python of parse and check are printed, of
 wall-clock and of CPU time (--no-python-reader leaves them out). On a machine
 busy with other work wall-clock varies by 2x from run to run: compare CPU

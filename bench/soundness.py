@@ -74,7 +74,7 @@ from fencepost.harness.check.checking import check_partitions  # noqa: E402
 from fencepost.harness.check.loading import load_run  # noqa: E402
 from fencepost.harness.check.verdict import decide  # noqa: E402
 from fencepost.harness.errors import BadInput  # noqa: E402
-from fencepost.harness.rundir.test_file import checker_section  # noqa: E402
+from fencepost.harness.rundir.recorded_test import checker_section  # noqa: E402
 from tests.support.synth.generate import GenConfig, generate  # noqa: E402
 from tests.support.synth.plant import PLANTERS, CannotPlant, plant  # noqa: E402
 from tests.support.synth.run import SynthRun  # noqa: E402

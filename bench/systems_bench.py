@@ -75,7 +75,7 @@ from fencepost.clusters.hosts import BACKENDS, default_backend  # noqa: E402
 from fencepost.clusters.hosts.netns import network as netns_network  # noqa: E402
 from fencepost.clusters.systems.base import TopicSpec  # noqa: E402
 from fencepost.harness.rundir.record import logged_timing  # noqa: E402
-from fencepost.harness.rundir.store import logged_at  # noqa: E402
+from fencepost.harness.rundir.run_dirs import logged_at  # noqa: E402
 
 OWN = "own"
 TOPIC = "bench"
@@ -296,7 +296,7 @@ def first_op(system: str, backend: str, backend_options: list[str], results: Pat
 
 def logged_first_op(log: str) -> tuple[float, float] | None:
     """(the time of a fencepost.log's first line, epoch seconds; its run's 'run to first op'
-    seconds), as the harness writes them (harness/rundir/store.py, harness/rundir/record.py);
+    seconds), as the harness writes them (harness/rundir/run_dirs.py, harness/rundir/record.py);
     None if the log lacks either."""
     first_line, timing = logged_at(log), logged_timing(log, FIRST_OP_TIMING)
     return None if first_line is None or timing is None else (first_line.timestamp(), timing)

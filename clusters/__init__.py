@@ -38,8 +38,10 @@ from fencepost.clusters.systems import check_system, check_system_options, defau
 # `from clusters import is_kafka` stays cheap for the CLI: name -> its module.
 _LAZY = {"Cluster": "fencepost.clusters.cluster", "ClusterSpec": "fencepost.clusters.cluster",
          "TopicSpec": "fencepost.clusters.systems.base", "PartitionView": "fencepost.clusters.systems.base",
-         "fatal_markers": "fencepost.clusters.systems.markers", "java_version": "fencepost.clusters.systems.kafka.dist",
-         "recorded_clusters": "fencepost.clusters.store", "state_path": "fencepost.clusters.store", "check_name": "fencepost.clusters.store",
+         "fatal_markers": "fencepost.clusters.systems.markers",
+         "java_version": "fencepost.clusters.systems.kafka.dist",
+         "recorded_clusters": "fencepost.clusters.state_file", "state_path": "fencepost.clusters.state_file",
+         "check_name": "fencepost.clusters.state_file",
          "cleanup_everything": "fencepost.clusters.cleanup", "check_device": "fencepost.clusters.lazyfs"}
 
 

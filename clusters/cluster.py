@@ -4,7 +4,7 @@ operations faults are made of.
 `Cluster.up(spec, directory)` provisions hosts, starts the system on them and
 waits until it is ready; `Cluster.attach(directory)` picks a running cluster up
 again from its saved state (another command, another process). The state
-(clusters/store.py) is saved before anything is started and after every change
+(clusters/state_file.py) is saved before anything is started and after every change
 of processes, cuts or shaped links, so `down`, `heal` and `fencepost cleanup` always
 know what exists. Node-level operations (start, stop, kill, pause, resume,
 partition, reconnect, shape, heal) are what the nemesis (nemesis/) composes faults
@@ -35,7 +35,7 @@ from fencepost.clusters.hosts import backend_module
 from fencepost.clusters.hosts.base import Host, HostSet, ProcessHandle
 from fencepost.clusters.lazyfs.build import daemon_binary
 from fencepost.clusters.recovery import Recovery
-from fencepost.clusters.store import check_name, load_state, save_state
+from fencepost.clusters.state_file import check_name, load_state, save_state
 from fencepost.clusters.systems import system_for
 from fencepost.clusters.systems.base import PartitionView, ProcessSpec, System, TopicSpec
 from fencepost.clusters.systems.markers import FatalMarker, fatal_markers

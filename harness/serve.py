@@ -54,7 +54,7 @@ from fencepost.harness.index.tree import CampaignInfo, scan
 from fencepost.harness.report.page import esc, page, verdict_badge
 from fencepost.harness.rundir.names import REPORT_FILE
 from fencepost.harness.rundir.record import verdict_word
-from fencepost.harness.rundir.store import format_time
+from fencepost.harness.rundir.run_dirs import format_time
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8080

@@ -21,9 +21,9 @@ power-cut), scenarios (leader-bounce, zombie), catalog (spec -> fault, checks),
 schedule, runner, guard, recording.
 """
 from fencepost.nemesis.catalog import check_fault, new_fault
+from fencepost.nemesis.driver import Nemesis, RunSummary, heal_cluster, start_fault
 from fencepost.nemesis.guard import HealGuard, SignalReceived
 from fencepost.nemesis.recording import MemoryRecorder, NemesisRecorder
-from fencepost.nemesis.runner import Nemesis, RunSummary, heal_cluster, start_fault
 from fencepost.nemesis.schedule import FixedSchedule, RandomSchedule, Schedule, ScriptedSchedule, Step, make_schedule
 from fencepost.nemesis.spec import FAULT_KINDS, FaultSpec, parse_fault, parse_faults
 

@@ -58,8 +58,8 @@ from fencepost.harness.processes.forked import Forked, can_fork, collect
 from fencepost.harness.rundir.atomic import output_folder, write_atomically
 from fencepost.harness.rundir.names import HISTORY_FILE, TEST_FILE
 from fencepost.harness.rundir.record import partition_name
+from fencepost.harness.rundir.recorded_test import read_test
 from fencepost.harness.rundir.safe_names import contained, safe_name
-from fencepost.harness.rundir.test_file import read_test
 
 LINEAR_DIR = "linear"
 # Below this many ops and final records in all, partitions are checked in this

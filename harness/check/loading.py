@@ -15,7 +15,7 @@ Grouping rules (docs/FORMATS.md, checkers/partition.py), each in one Python func
   (harness/check/loading_groups.py, checkers/partition.py); sends and polls are in invoke
   order, the final read and replica logs in file order;
 - `_with_resets`: the resets of every process are in every partition;
-- final read completeness: harness/rundir/final_log.py `final_state` (a `read-state` decides,
+- final read completeness: harness/rundir/final_reader.py `final_state` (a `read-state` decides,
   complete only if every one says so; reads but no read-state: complete; neither: the
   final read is missing). Without final.jsonl every final read is missing.
 
@@ -24,7 +24,7 @@ threads with `parallel`, each partition's objects then made on their own, lying
 together in memory) where it was built and does not give up on the file (anything
 unusual); else the exact reader, the reference, which reports what is wrong
 (history.jsonl: `HistoryReader` grouped by `group_operations`; final.jsonl:
-`final_log.read_final`). Without the C reader, `load_run(..., parallel=True)` reads
+`final_reader.read_final`). Without the C reader, `load_run(..., parallel=True)` reads
 a large final.jsonl in a forked process (harness/processes/forked.py) while this one reads
 the history. `fresh_copy` copies one partition's input into fresh memory, for the
 checks to walk (harness/check/checking.py); partitions the C reader made need not.
@@ -43,11 +43,11 @@ from fencepost.harness.check import native_load
 from fencepost.harness.check.loading_groups import commits_of, resumes_of
 from fencepost.harness.errors import Problems
 from fencepost.harness.processes.forked import Forked, can_fork
-from fencepost.harness.rundir.final_log import NO_FINAL_READ, FinalLog, FinalState, read_final
+from fencepost.harness.rundir.final_reader import NO_FINAL_READ, FinalLog, FinalState, read_final
 from fencepost.harness.rundir.find import history_of
 from fencepost.harness.rundir.history import HistoryCounts, HistoryReader, Operation
 from fencepost.harness.rundir.names import FINAL_FILE, TEST_FILE
-from fencepost.harness.rundir.test_file import checker_section, read_test
+from fencepost.harness.rundir.recorded_test import checker_section, read_test
 
 RESET_FS = frozenset(("assign", "subscribe", "crash"))
 # A final.jsonl smaller than this is read in this process even when `parallel`:

@@ -6,7 +6,7 @@ partition at a time, so that its objects lie together in memory (what
 `loading.fresh_copy` otherwise makes by copying).
 
 The exact Python readers (harness/rundir/history.py `HistoryReader` grouped by
-`loading.group_operations`, harness/rundir/final_log.py `read_final`) are the
+`loading.group_operations`, harness/rundir/final_reader.py `read_final`) are the
 reference: the C reader gives what they give, or gives up on a file where it
 is not sure of a line (anything they would report, anything unusual such as
 non-ASCII bytes, escaped keys, numbers with exponents), which they then read;
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from fencepost.checkers.partition import PartitionHistory, Poll, ReplicaState, Reset, Send
-from fencepost.harness.rundir.final_log import NO_FINAL_READ, FinalLog, FinalState, final_state
+from fencepost.harness.rundir.final_reader import NO_FINAL_READ, FinalLog, FinalState, final_state
 from fencepost.harness.rundir.history import HistoryCounts
 
 try:

@@ -57,9 +57,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from fencepost.harness.campaign.conductor import Options, campaign_dir, run_campaign
     from fencepost.harness.campaign.execute import run_planned
     from fencepost.harness.campaign.plan import PlannedRun, Shard, load_campaign
-    from fencepost.harness.campaign.runner import Options, campaign_dir, run_campaign
     from fencepost.harness.campaign.slots import check_slots
     from fencepost.harness.index.page import refresh_index
 

@@ -21,7 +21,7 @@ from fencepost.harness.errors import printable
 from fencepost.harness.index.tree import CampaignInfo, RunInfo, scan
 from fencepost.harness.report.page import esc, href, json_script, page, script_json
 from fencepost.harness.rundir.atomic import write_atomically
-from fencepost.harness.rundir.store import format_time
+from fencepost.harness.rundir.run_dirs import format_time
 
 INDEX_FILE = "index.html"
 FILTERS = ("system", "release", "truncation", "faults", "verdict", "campaign")

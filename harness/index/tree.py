@@ -7,7 +7,7 @@ Rules:
 - A run's configuration and verdict are its record's (harness/rundir/record.py: test.json
   and results.json, `not checked` without results.json; a file that is no JSON object reads
   as absent); a campaign's tally comes from its runs' outcome.json files.
-- Newest first, by the time in the folder's name (harness/rundir/store.py), else its
+- Newest first, by the time in the folder's name (harness/rundir/run_dirs.py), else its
   modification time.
 
 What was read of a run is kept in `<results>/.index-cache.json` by the modification times
@@ -34,7 +34,7 @@ from fencepost.harness.rundir.names import (
     TEST_FILE,
 )
 from fencepost.harness.rundir.record import read_object, read_record
-from fencepost.harness.rundir.store import run_started
+from fencepost.harness.rundir.run_dirs import run_started
 
 CACHE_FILE = ".index-cache.json"
 CACHE_VERSION = 1

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One line, every field the exact reader (harness/rundir/final_log.py) reads checked for shape. */
+/* One line, every field the exact reader (harness/rundir/final_reader.py) reads checked for shape. */
 typedef struct {
     Span kind, topic, value, node;
     int64_t partition, offset, leader_epoch, log_end_offset, high_watermark;

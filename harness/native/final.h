@@ -1,5 +1,5 @@
 /* final.jsonl read into per-partition tables, with no Python object: what
- * the exact reader, harness/rundir/final_log.py, builds (the reference for every rule here). */
+ * the exact reader, harness/rundir/final_reader.py, builds (the reference for every rule here). */
 #ifndef FENCEPOST_FINAL_H
 #define FENCEPOST_FINAL_H
 

@@ -32,7 +32,7 @@ from fencepost.harness.report.timeline_page import TIMELINE_PAGE
 from fencepost.harness.report.trace import Target
 from fencepost.harness.rundir.clients import ClientFiles, debug_was
 from fencepost.harness.rundir.record import one_line, op_indices, verdict_word
-from fencepost.harness.rundir.store import format_time, run_started
+from fencepost.harness.rundir.run_dirs import format_time, run_started
 
 EXAMPLES_SHOWN = 3  # per anomaly in the table; the others fold away
 EXAMPLE_CHARS = 400

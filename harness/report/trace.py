@@ -13,7 +13,7 @@ offset the final read holds it at. Around it all, the nemesis actions that overl
 the time from the first event less `around` to the last plus `around`.
 
 The files are read by their owners' readers: history.jsonl by `iter_history`
-(harness/rundir/history.py), final.jsonl by `iter_final` (harness/rundir/final_log.py).
+(harness/rundir/history.py), final.jsonl by `iter_final` (harness/rundir/final_reader.py).
 `TraceCollector` is a history-scan observer, so the report traces every anomaly
 example in the one pass it makes (harness/report/scan.py); `trace_run` is the whole
 thing for one run (`fencepost trace`).
@@ -28,7 +28,7 @@ from typing import Any, Iterable, cast
 from fencepost.checkers.partition import ReplicaState
 from fencepost.harness.errors import BadInput, Problems
 from fencepost.harness.measures.bands import NemesisOp, pair_actions
-from fencepost.harness.rundir.final_log import Record, iter_final
+from fencepost.harness.rundir.final_reader import Record, iter_final
 from fencepost.harness.rundir.find import history_of
 from fencepost.harness.rundir.history import NEMESIS, Op, iter_history
 from fencepost.harness.rundir.names import FINAL_FILE
@@ -271,7 +271,7 @@ class _FinalAt:
 
     def read(self, path: Path, problems: Problems) -> None:
         values, wanted, keys = self.values, self.wanted, self.keys
-        # the kind tells the item's type and whether there is a node (final_log.FinalEntry)
+        # the kind tells the item's type and whether there is a node (final_reader.FinalEntry)
         for kind, key, node, item in iter_final(path, problems):
             if kind == "read":
                 self.read_keys.add(key)

@@ -31,11 +31,11 @@ from fencepost.harness.run.progress import Progress, Status
 from fencepost.harness.run.spec import TestSpec, cluster_options
 from fencepost.harness.run.traffic import Traffic, start_traffic, write_final_reads
 from fencepost.harness.rundir.atomic import write_atomically
-from fencepost.harness.rundir.final import add_final_lines
+from fencepost.harness.rundir.final_writer import add_final_lines
 from fencepost.harness.rundir.history import HistoryWriter, Recorder
 from fencepost.harness.rundir.names import CLIENTS_DIR, FINAL_FILE, HISTORY_FILE, LOG_FILE, NODES_DIR, TEST_FILE
 from fencepost.harness.rundir.record import timings_text, verdict_word
-from fencepost.harness.rundir.store import close_logger, new_run_dir, run_logger
+from fencepost.harness.rundir.run_dirs import close_logger, new_run_dir, run_logger
 from fencepost.nemesis import HealGuard, Nemesis, make_schedule
 
 MAIN_GRACE_S = 30.0  # the nemesis may finish the action in progress after the time limit

@@ -455,7 +455,7 @@ def _check_system(spec: TestSpec) -> None:
 
 
 def _check_checker(spec: TestSpec) -> None:
-    from fencepost.harness.rundir.test_file import checker_section
+    from fencepost.harness.rundir.recorded_test import checker_section
     unknown = sorted(set(spec.checker) - set(CHECKER_KEYS))
     if unknown:
         raise BadInput(f"unknown setting checker.{unknown[0]}: the settings of [checker] are {', '.join(CHECKER_KEYS)}")

@@ -7,7 +7,7 @@ the caller's thread, `stop()` from any thread, `counts()` for the progress line,
 every partition has acknowledged a write since and the consumers have read what was
 acknowledged before it, or the timeout), `close(timeout)` when the traffic is over
 (sends without a delivery report by then are recorded `info`). `write_final_reads` adds the final reads to
-final.jsonl whole or not at all (harness/rundir/final.py).
+final.jsonl whole or not at all (harness/rundir/final_writer.py).
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from typing import Callable, Sequence
 from fencepost.harness.errors import BadInput
 from fencepost.harness.run.scheduler import Lane, Scheduler, plan_processes
 from fencepost.harness.run.spec import TestSpec
-from fencepost.harness.rundir.final import add_final_lines, encode_lines
+from fencepost.harness.rundir.final_writer import add_final_lines, encode_lines
 from fencepost.harness.rundir.history import Recorder
 from fencepost.workloads.consumer import ConsumerOptions, ConsumerWorkload
 from fencepost.workloads.final_read import final_read_lines

@@ -1,4 +1,4 @@
-"""Reading a campaign directory (written by harness/campaign/runner.py): its plan
+"""Reading a campaign directory (written by harness/campaign/conductor.py): its plan
 (campaign.json) and its runs' outcome.json files, and the run directory each outcome names.
 
 A run directory is found relative to the campaign directory first (`run_path`), so a

@@ -1,7 +1,7 @@
 """The names in a run directory (docs/FORMATS.md), spelled here once.
 
 A run directory is `<results>/<test-name>/<YYYYmmddTHHMMSS><UTC offset>-<6 hex>/`
-(harness/rundir/store.py makes it); `<results>/latest` and `<results>/<test-name>/latest`
+(harness/rundir/run_dirs.py makes it); `<results>/latest` and `<results>/<test-name>/latest`
 point at the newest. Every reader and writer of a run file takes its name from here.
 """
 from __future__ import annotations

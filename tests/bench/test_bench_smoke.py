@@ -160,7 +160,7 @@ def test_systems_bench_reads_the_first_op_timing_the_run_logs(tmp_path: Path) ->
     readers beside its writers."""
     from bench.systems_bench import logged_first_op
     from fencepost.harness.run.runner import RunOutcome, verdict_line
-    from fencepost.harness.rundir.store import close_logger, run_logger
+    from fencepost.harness.rundir.run_dirs import close_logger, run_logger
 
     log = run_logger(tmp_path)
     before = time.time()

@@ -8,10 +8,10 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
+from fencepost.harness.campaign.conductor import campaign_dir, campaign_exit_code, run_campaign
 from fencepost.harness.campaign.expect import Expectation, judge
 from fencepost.harness.campaign.junit import write_junit
 from fencepost.harness.campaign.plan import load_campaign
-from fencepost.harness.campaign.runner import campaign_dir, campaign_exit_code, run_campaign
 from fencepost.harness.errors import BadInput
 from tests.support.cli import fencepost
 from tests.support.paths import ROOT as REPO

@@ -10,10 +10,10 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
+from fencepost.harness.campaign.conductor import Options, campaign_dir, run_campaign
 from fencepost.harness.campaign.expect import Expectation, judge
 from fencepost.harness.campaign.junit import write_junit
 from fencepost.harness.campaign.plan import Shard, load_campaign
-from fencepost.harness.campaign.runner import Options, campaign_dir, run_campaign
 from fencepost.harness.campaign.slots import first_subnet, for_slot, slot_subnet
 from fencepost.harness.errors import BadInput
 

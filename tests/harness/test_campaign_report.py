@@ -16,9 +16,9 @@ from urllib.parse import unquote
 
 import pytest
 
+from fencepost.harness.campaign.conductor import campaign_dir
 from fencepost.harness.campaign.plan import Shard, load_campaign
 from fencepost.harness.campaign.report import write_campaign_report
-from fencepost.harness.campaign.runner import campaign_dir
 from fencepost.harness.campaign.summary import summarize
 from fencepost.harness.campaign.summary_formats import CSV_COLUMNS, render, to_csv
 from fencepost.harness.compare.collect import collect
@@ -147,7 +147,7 @@ def stuck_campaign(tmp_path):
     """Every run valid and expected valid (liveness not judged by the campaign file): own:hw
     has three runs with a stuck consumer, own:kip101 none, and one run whose liveness is
     unknown (left out of its row's liveness denominator)."""
-    from fencepost.harness.campaign.runner import run_campaign
+    from fencepost.harness.campaign.conductor import run_campaign
 
     def run_one(planned, where):
         run_dir = where / "run"

@@ -74,7 +74,7 @@ def test_the_loading_process_sends_the_header_and_keeps_what_it_loaded(tmp_path,
     # reads; what was loaded stays referenced until the process exits.
     from fencepost.harness.check import native_load
     from fencepost.harness.check.loading import load_run
-    from fencepost.harness.rundir.final_log import FinalState
+    from fencepost.harness.rundir.final_reader import FinalState
 
     if reader == "python":
         monkeypatch.setattr(native_load, "available", lambda: False)

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from fencepost.harness.campaign.conductor import campaign_dir, run_campaign
 from fencepost.harness.campaign.plan import load_campaign
-from fencepost.harness.campaign.runner import campaign_dir, run_campaign
 from fencepost.harness.check.checking import check_run
 from fencepost.harness.compare.collect import RunResult, collect
 from fencepost.harness.compare.formats import CSV_COLUMNS, render

@@ -5,7 +5,7 @@ import orjson
 import pytest
 
 from fencepost.harness.errors import Problems
-from fencepost.harness.rundir.final_log import iter_final, read_final
+from fencepost.harness.rundir.final_reader import iter_final, read_final
 
 
 def read_(kind, partition=0, **more):

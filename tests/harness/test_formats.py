@@ -28,10 +28,10 @@ from jsonschema import Draft202012Validator
 from fencepost.checkers import anomaly
 from fencepost.harness.check.checking import check_run
 from fencepost.harness.errors import Problems
-from fencepost.harness.rundir.final_log import KINDS, FinalReader
+from fencepost.harness.rundir.final_reader import KINDS, FinalReader
 from fencepost.harness.rundir.history import CLIENT_FS, TYPES, HistoryReader
-from fencepost.harness.rundir.store import RUN_NAME
-from fencepost.harness.rundir.test_file import LINEAR_METHODS
+from fencepost.harness.rundir.recorded_test import LINEAR_METHODS
+from fencepost.harness.rundir.run_dirs import RUN_NAME
 from fencepost.nemesis.catalog import FAULT_CLASSES
 from fencepost.nemesis.scenarios import Scenario
 from fencepost.nemesis.spec import FAULT_KINDS

@@ -395,7 +395,7 @@ def test_a_300_mb_line_is_an_error_read_within_the_memory_bound(tmp_path, file):
 
 def test_a_line_over_the_bound_is_an_error_and_the_rest_is_read(tmp_path, monkeypatch):
     """The bound, made small for the test: a longer line is an error, the next ones are read."""
-    import fencepost.harness.rundir.final_log as final_module
+    import fencepost.harness.rundir.final_reader as final_module
     import fencepost.harness.rundir.history as history_module
     assert history_module.MAX_LINE_BYTES == final_module.MAX_LINE_BYTES == 64 << 20
     monkeypatch.setattr(history_module, "MAX_LINE_BYTES", 4096)

@@ -389,7 +389,7 @@ def test_safe_names_of_different_texts_differ():
 
 def test_a_run_directory_never_lands_outside_the_results_folder(tmp_path):
     from fencepost.harness.errors import BadInput
-    from fencepost.harness.rundir.store import new_run_dir
+    from fencepost.harness.rundir.run_dirs import new_run_dir
 
     results = tmp_path / "deep" / "results"
     results.mkdir(parents=True)

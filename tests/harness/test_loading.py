@@ -10,8 +10,8 @@ from fencepost.checkers.anomaly import DUPLICATE, LOST_WRITE, UNSEEN
 from fencepost.harness.check import native_load
 from fencepost.harness.check.loading import load_run
 from fencepost.harness.errors import BadInput
-from fencepost.harness.rundir.final_log import FinalState
-from fencepost.harness.rundir.test_file import checker_section
+from fencepost.harness.rundir.final_reader import FinalState
+from fencepost.harness.rundir.recorded_test import checker_section
 from tests.support.loading_support import python_only
 from tests.support.run_builder import History, final_read, write_run
 

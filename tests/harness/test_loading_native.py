@@ -1,6 +1,6 @@
 """The C reader (harness._native, harness/check/native_load.py) held to the exact
 Python readers (harness/rundir/history.py `HistoryReader` grouped by
-`loading.group_operations`, harness/rundir/final_log.py `read_final`), the reference,
+`loading.group_operations`, harness/rundir/final_reader.py `read_final`), the reference,
 by a conformance corpus: every run directory under examples/, generated runs
 (tests/support/synth) and mutated files (tests/support/mutation_support.py). On each, load_run
 gives the same LoadedRun with and without the C reader (partitions, resets,
@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 from fencepost.harness.check import native_load
 from fencepost.harness.check.loading import load_run
-from fencepost.harness.rundir.final_log import FinalLog, FinalState
+from fencepost.harness.rundir.final_reader import FinalLog, FinalState
 from tests.support.loading_support import (
     assert_same_load,
     exact_final,

@@ -12,7 +12,7 @@ import pytest
 from fencepost.harness.errors import BadInput
 from fencepost.harness.run.progress import Progress, Status
 from fencepost.harness.run.spec import build_spec, load_toml
-from fencepost.harness.rundir.store import close_logger, format_time, new_run_dir, run_logger, run_stamp, run_started
+from fencepost.harness.rundir.run_dirs import close_logger, format_time, new_run_dir, run_logger, run_stamp, run_started
 
 
 def test_defaults_are_the_main_job():

@@ -10,11 +10,11 @@ import pytest
 
 from fencepost.harness.errors import BadInput
 from fencepost.harness.rundir.atomic import write_atomically
-from fencepost.harness.rundir.final import add_final_lines, encode_lines
+from fencepost.harness.rundir.final_writer import add_final_lines, encode_lines
 from fencepost.harness.rundir.find import run_dirs, walk
 from fencepost.harness.rundir.names import FINAL_FILE, HISTORY_FILE, RESULTS_FILE, TEST_FILE
 from fencepost.harness.rundir.record import configuration_of, read_record
-from fencepost.harness.rundir.store import new_run_dir
+from fencepost.harness.rundir.run_dirs import new_run_dir
 
 
 def make_run(folder: Path, *, history: bool = True, test: dict | None = None) -> Path:

@@ -50,7 +50,7 @@ def results(tmp_path: Path) -> Path:
     _run(results, "kill-test", "20261121T090000-bbbbbb", valid=True)
     _run(results, "pause-test", "20261121T100000-cccccc", valid="unknown")
     _run(results, "pause-test", "20261121T110000-dddddd", report=False)  # not checked yet
-    # Names with their UTC offset (harness/rundir/store.py) sort among the older ones by
+    # Names with their UTC offset (harness/rundir/run_dirs.py) sort among the older ones by
     # the moment they name: 09:30 at +0100 is 08:30 UTC.
     _run(results, "kill-test", "20261121T093000+0100-eeeeee", valid=True)
     _run(results, "kill-test", "20261121T120000Z-ffffff", valid=True)

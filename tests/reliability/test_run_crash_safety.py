@@ -99,7 +99,7 @@ def test_cleanup_of_one_cluster_leaves_the_others_running(tmp_path):
 WRITER = """
 import sys
 from pathlib import Path
-from fencepost.harness.rundir.final import add_final_lines
+from fencepost.harness.rundir.final_writer import add_final_lines
 lines = [b'{"kind":"read","topic":"fp","partition":0,"offset":%d,"value":"0-%d"}' % (i, i) for i in range(200_000)]
 print("ready", flush=True)
 for k in range(10_000):

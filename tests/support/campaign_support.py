@@ -8,8 +8,8 @@ import io
 import shutil
 from pathlib import Path
 
+from fencepost.harness.campaign.conductor import campaign_dir, run_campaign
 from fencepost.harness.campaign.plan import Shard, load_campaign
-from fencepost.harness.campaign.runner import campaign_dir, run_campaign
 from tests.support.paths import EXAMPLES
 
 # the seeds' runs, standing in for runs of each truncation (their test.json says which)

@@ -18,7 +18,7 @@ import pytest
 from fencepost.harness.check import native_load
 from fencepost.harness.check.loading import LoadedRun, group_operations, load_run
 from fencepost.harness.errors import Problems
-from fencepost.harness.rundir.final_log import FinalLog, read_final
+from fencepost.harness.rundir.final_reader import FinalLog, read_final
 from fencepost.harness.rundir.history import HistoryReader
 
 COUNTER = itertools.count()

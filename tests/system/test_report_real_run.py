@@ -13,7 +13,7 @@ import orjson
 import pytest
 
 from fencepost.harness.rundir.history import iter_history
-from fencepost.harness.rundir.store import RUN_NAME
+from fencepost.harness.rundir.run_dirs import RUN_NAME
 from tests.support.browser import Browser
 from tests.support.paths import ROOT
 

@@ -18,7 +18,7 @@ from fencepost.clusters.cluster import Cluster, ClusterSpec
 from fencepost.clusters.systems.base import TopicSpec
 from fencepost.harness.check.checking import check_run
 from fencepost.harness.run.scheduler import Lane, Scheduler, plan_processes
-from fencepost.harness.rundir.final import add_final_lines
+from fencepost.harness.rundir.final_writer import add_final_lines
 from fencepost.harness.rundir.history import HistoryWriter, Recorder
 from fencepost.workloads.consumer import ConsumerOptions, ConsumerWorkload
 from fencepost.workloads.final_read import final_read_lines

@@ -16,7 +16,7 @@ from confluent_kafka import Producer
 
 from fencepost.clusters.cluster import Cluster, ClusterSpec
 from fencepost.clusters.systems.base import TopicSpec
-from fencepost.harness.rundir.final import add_final_lines
+from fencepost.harness.rundir.final_writer import add_final_lines
 from fencepost.workloads.final_read import final_read_lines
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

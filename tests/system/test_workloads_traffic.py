@@ -21,7 +21,7 @@ from fencepost.clusters.cluster import Cluster, ClusterSpec
 from fencepost.clusters.systems.base import TopicSpec
 from fencepost.harness.check.checking import CheckOutcome, check_run
 from fencepost.harness.run.scheduler import Lane, Scheduler, Snapshot, plan_processes
-from fencepost.harness.rundir.final import add_final_lines
+from fencepost.harness.rundir.final_writer import add_final_lines
 from fencepost.harness.rundir.history import HistoryWriter, Recorder
 from fencepost.nemesis import heal_cluster, start_fault
 from fencepost.workloads.consumer import ConsumerOptions, ConsumerWorkload

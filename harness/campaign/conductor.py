@@ -48,7 +48,7 @@ from fencepost.harness.processes.interrupts import sigterm_as_interrupt
 from fencepost.harness.run.spec import TestSpec
 from fencepost.harness.rundir.atomic import write_atomically
 from fencepost.harness.rundir.names import CAMPAIGN_FILE, CAMPAIGN_RUNS_DIR, CAMPAIGNS_DIR, LATEST, OUTCOME_FILE
-from fencepost.harness.rundir.store import new_run_dir
+from fencepost.harness.rundir.run_dirs import new_run_dir
 
 CONSOLE_FILE = "console.log"
 HEARTBEAT_S = 30.0
