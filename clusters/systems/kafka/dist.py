@@ -105,7 +105,8 @@ def cached_recipe(folder: Path) -> str | None:
 
 def tampered(folder: Path, release: Release, why: str) -> str:
     """The refusal of a cache folder that cannot be trusted, with the fix."""
-    return (f"the Kafka {release} jar cache {folder} cannot be trusted: {why}. Delete it (rm -r {shlex.quote(str(folder))}) and "
+    return (f"the Kafka {release} jar cache {folder} cannot be trusted: {why}. "
+            f"Delete it (rm -r {shlex.quote(str(folder))}) and "
             f"run again: fencepost then resolves kafka:{release} again with Maven, checksums checked "
             "(docs/KAFKA.md, \"The jars\")")
 
@@ -151,7 +152,8 @@ def verify_cache(folder: Path, release: Release) -> None:
     try:
         found = jar_digests(libs)
     except OSError as e:
-        raise ClusterConfigError(tampered(folder, release, f"its {LIBS} folder cannot be read ({e.strerror})")) from None
+        raise ClusterConfigError(
+            tampered(folder, release, f"its {LIBS} folder cannot be read ({e.strerror})")) from None
     problems = [f"{LIBS}/{name} is not in the manifest (added)" for name in sorted(set(found) - set(jars))]
     problems += [f"{LIBS}/{name} is missing" for name in sorted(set(jars) - set(found))]
     problems += [f"{LIBS}/{name} changed (SHA-256 {found[name]['sha256']}, size {found[name]['size']}; the "

@@ -109,7 +109,8 @@ class Release:
         major = java_major(version)
         if major is not None and major < self.java_minimum:
             raise ClusterConfigError(f"kafka {self} needs Java {self.java_minimum} or newer and `java` on PATH is "
-                                     f"{version}: install a newer JDK (Debian: apt-get install openjdk-17-jdk-headless) "
+                                     f"{version}: install a newer JDK "
+                                     "(Debian: apt-get install openjdk-17-jdk-headless) "
                                      "and put its java first on PATH")
 
     @property

@@ -277,13 +277,15 @@ class KafkaSystem(System):
         if partition not in replicas:
             raise HostError(f"topic {topic!r} has no partition {partition}")
         if state is None:  # created, not yet given a leader by the controller
-            return replicas, PartitionView(topic, partition, None, -1, tuple(node_name(r) for r in replicas[partition]), ())
+            named = tuple(node_name(r) for r in replicas[partition])
+            return replicas, PartitionView(topic, partition, None, -1, named, ())
         leader = None if state.leader == NO_LEADER else node_name(state.leader)
         return replicas, PartitionView(topic, partition, leader, state.leader_epoch,
                                        tuple(node_name(r) for r in replicas[partition]),
                                        tuple(node_name(r) for r in state.isr))
 
-    def _partitions(self, hosts: HostSet, topic: str, timeout: float) -> dict[int, list[tuple[int, wire.PartitionMetadata]]]:
+    def _partitions(self, hosts: HostSet, topic: str,
+                    timeout: float) -> dict[int, list[tuple[int, wire.PartitionMetadata]]]:
         """partition -> [(answering broker, its view)] from every broker that knows the topic."""
         seen: dict[int, list[tuple[int, wire.PartitionMetadata]]] = {}
         answers = self._ask_all(hosts, [topic], timeout)
