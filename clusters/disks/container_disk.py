@@ -121,7 +121,7 @@ class ContainerDisk(NodeDisk):
 
     def power_cut(self, kill: Callable[[], None]) -> CutLoss:
         self._thawed()
-        lost = [control.send(Path(b), "drop") for b in self.backings]
+        lost: list[Mapping[str, Any]] = [control.send(Path(b), "drop") for b in self.backings]
         kill()
         for i in range(len(self.daemons)):
             self._end_daemon(i, signal.SIGKILL)

@@ -123,9 +123,9 @@ class OwnSystem(System):
         log_dir = f"{host.workdir}/logs"
         if host.name == CONTROLLER_NODE:
             port = host.port("controller", CONTROLLER_PORT)
-            argv = (host.python, "-m", "fencepost.broker", "controller", "--listen", f"{host.address}:{port}",
+            command = (host.python, "-m", "fencepost.broker", "controller", "--listen", f"{host.address}:{port}",
                     "--data-dir", f"{host.workdir}/data", "--session-timeout-ms", str(s.session_timeout_ms))
-            return [ProcessSpec("controller", argv, f"{log_dir}/controller.log", port)]
+            return [ProcessSpec("controller", command, f"{log_dir}/controller.log", port)]
         port = host.port("broker", BROKER_PORT)
         controller_host, controller_port = self._controller(hosts)
         argv = [host.python, "-m", "fencepost.broker", "serve", "--node-id", str(broker_id(host.name)),

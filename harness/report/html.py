@@ -223,7 +223,8 @@ def _anomalies(results: dict[str, Any], traces: dict[Target, str]) -> str:
     if not counts:
         return head + '<p id="no-anomalies">No anomalies found.</p>'
     invalid = {name for name in _list(results.get("invalid_anomalies")) if isinstance(name, str)}
-    examples = results.get("anomalies") if isinstance(results.get("anomalies"), dict) else {}
+    given = results.get("anomalies")
+    examples: dict[str, Any] = given if isinstance(given, dict) else {}
     order = sorted(counts, key=lambda name: (name not in invalid, name))
     rows = []
     for name in order:
@@ -357,7 +358,7 @@ def _liveness(results: dict[str, Any], clients: ClientFiles, debug: str | None) 
 
 def _stuck_processes(results: dict[str, Any]) -> set[int]:
     stuck = _dict(results.get("liveness")).get("stuck_consumers")
-    return {c.get("process") for c in _list(stuck) if isinstance(c, dict) and type(c.get("process")) is int}
+    return {c["process"] for c in _list(stuck) if isinstance(c, dict) and type(c.get("process")) is int}
 
 
 def _g(value: Any) -> str:
