@@ -4,25 +4,39 @@ its nodes logged: `Recovery.not_rejoining` (a node that will never rejoin an ISR
 `offline` (partitions no broker can ever lead again) and `wait_for_full_isr` (the quiesce
 phase's wait, cut short as soon as a missing replica never will come back).
 
-A cluster has one `Recovery` (`Cluster.recovery`); what it asks of the cluster is the view of
-a partition, a node's state and the fatal markers the node logged since it last started.
+A cluster has one `Recovery` (`Cluster.recovery`); what it asks of the cluster (`Answers`) is
+the view of a partition, a node's state and the fatal markers the node logged since it last
+started.
 """
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
 
 from fencepost.clusters.errors import HostError, NotRejoining
-
-if TYPE_CHECKING:  # the cluster owns its Recovery: a run-time import would be a cycle
-    from fencepost.clusters.cluster import Cluster
+from fencepost.clusters.systems.base import PartitionView
+from fencepost.clusters.systems.markers import FatalMarker
 
 REJOIN_CHECK_S = 1.0  # how often a wait asks a node's logs whether it will ever rejoin an ISR
 FULL_ISR_TIMEOUT_S = 60.0
 
 
+class Answers(Protocol):
+    """What Recovery asks of a cluster (clusters/cluster.py's Cluster answers it)."""
+
+    def partition_view(self, topic: str, partition: int) -> PartitionView: ...
+
+    def partitions(self, topic: str) -> list[int]: ...
+
+    def node_state(self, node: str) -> str: ...
+
+    def fatal_markers(self, node: str) -> list[FatalMarker]: ...
+
+    def wait_for(self, condition: Callable[[], Any], timeout: float, what: str) -> Any: ...
+
+
 class Recovery:
-    def __init__(self, cluster: Cluster) -> None:
+    def __init__(self, cluster: Answers) -> None:
         self.cluster = cluster
         self._rejoin_answers: dict[tuple[str, str, int], tuple[float, str | None]] = {}
 

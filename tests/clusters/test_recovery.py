@@ -13,7 +13,7 @@ from fencepost.clusters.systems.markers import FatalMarker
 
 
 class Answers:
-    """What Recovery asks of a cluster, answered from fixed data."""
+    """What Recovery asks of a cluster (recovery.Answers), answered from fixed data."""
 
     def __init__(self, views: dict[int, PartitionView], states: dict[str, str],
                  markers: dict[str, list[FatalMarker]] | None = None) -> None:
@@ -45,14 +45,14 @@ RUNNING = {"n1": "running", "n2": "running", "n3": "running"}
 
 
 def test_live_replicas_may_recover():
-    recovery = Recovery(Answers({0: view(0, "n1", ("n1",))}, RUNNING))  # type: ignore[arg-type]
+    recovery = Recovery(Answers({0: view(0, "n1", ("n1",))}, RUNNING))
     assert recovery.unrecoverable("fp", [0], min_isr=2) is None
     assert recovery.offline("fp", [0]) == {}
 
 
 def test_fewer_live_replicas_than_min_isr_is_unrecoverable():
     states = {**RUNNING, "n2": "down", "n3": "down"}
-    recovery = Recovery(Answers({0: view(0, "n1", ("n1",))}, states))  # type: ignore[arg-type]
+    recovery = Recovery(Answers({0: view(0, "n1", ("n1",))}, states))
     why = recovery.unrecoverable("fp", [0], min_isr=2)
     assert why is not None and "fp-0 keeps 1 of its replicas, fewer than min.insync.replicas=2" in why
     assert "n2 is not running" in why and "n3 is not running" in why
@@ -62,7 +62,7 @@ def test_no_live_isr_member_is_offline_unless_unclean_election():
     states = {**RUNNING, "n1": "down"}
     markers = {"n2": [FatalMarker("n2", "ERROR giving up fp-0", "fp-0")]}
     answers = Answers({0: view(0, None, ("n1", "n2"))}, states, markers)
-    recovery = Recovery(answers)  # type: ignore[arg-type]
+    recovery = Recovery(answers)
     offline = recovery.offline("fp", [0])
     assert list(offline) == [0] and "no live member of its ISR ['n1', 'n2']" in offline[0]
     assert "n2 gave fp-0 up (it logged: ERROR giving up fp-0)" in offline[0]
@@ -72,21 +72,21 @@ def test_no_live_isr_member_is_offline_unless_unclean_election():
 
 def test_a_halting_node_is_not_rejoining():
     markers = {"n3": [FatalMarker("n3", "FATAL halting", None, halts=True)]}
-    recovery = Recovery(Answers({0: view(0, "n1", ("n1", "n2"))}, RUNNING, markers))  # type: ignore[arg-type]
+    recovery = Recovery(Answers({0: view(0, "n1", ("n1", "n2"))}, RUNNING, markers))
     assert recovery.not_rejoining("n3", "fp", 0) == "n3 is halting (it logged: FATAL halting)"
     assert recovery.not_rejoining("n2", "fp", 0) is None
 
 
 def test_an_unreadable_view_judges_nothing():
-    recovery = Recovery(Answers({}, RUNNING))  # type: ignore[arg-type]
+    recovery = Recovery(Answers({}, RUNNING))
     assert recovery.unrecoverable("fp", [0], min_isr=2) is None
     assert recovery.offline("fp", [0]) == {}
 
 
 def test_waiting_for_a_full_isr_ends_at_once_when_a_replica_never_returns():
     states = {**RUNNING, "n3": "down"}
-    recovery = Recovery(Answers({0: view(0, "n1", ("n1", "n2"))}, states))  # type: ignore[arg-type]
+    recovery = Recovery(Answers({0: view(0, "n1", ("n1", "n2"))}, states))
     with pytest.raises(NotRejoining, match="n3 is not running"):
         recovery.wait_for_full_isr("fp", 1)
-    full = Recovery(Answers({0: view(0, "n1", ("n1", "n2", "n3"))}, RUNNING))  # type: ignore[arg-type]
+    full = Recovery(Answers({0: view(0, "n1", ("n1", "n2", "n3"))}, RUNNING))
     full.wait_for_full_isr("fp", 1)
