@@ -8,9 +8,9 @@ The public API, in one place:
   `scripted` (schedule.py: FixedSchedule, RandomSchedule, ScriptedSchedule.from_data)
 - `Nemesis(cluster, schedule, recorder, seed=, topic=, partition=, timeout=)` — checks
   every fault against the cluster up front; `.run(duration) -> RunSummary` in the
-  caller's thread; `.stop()`; `.heal() -> list[str]` (runner.py)
+  caller's thread; `.stop()`; `.heal() -> list[str]` (driver.py)
 - `start_fault(cluster, "kill:leader", recorder, ...) -> Fault` and
-  `heal_cluster(cluster, recorder) -> list[str]` — the one-shot CLI verbs (runner.py)
+  `heal_cluster(cluster, recorder) -> list[str]` — the one-shot CLI verbs (driver.py)
 - `HealGuard(heal)` — heal once on leaving the block, SIGINT/SIGTERM, exit (guard.py)
 - `NemesisRecorder` (the `nemesis(f, value, type, error)` protocol) and
   `MemoryRecorder` (recording.py)
@@ -18,7 +18,7 @@ The public API, in one place:
 Modules: spec (names, targets, syntax), grudges and targets (pure choices),
 context (cluster, recorder, RNG, waits), faults (partition, pause, kill,
 power-cut), scenarios (leader-bounce, zombie), catalog (spec -> fault, checks),
-schedule, runner, guard, recording.
+schedule, driver, guard, recording.
 """
 from fencepost.nemesis.catalog import check_fault, new_fault
 from fencepost.nemesis.driver import Nemesis, RunSummary, heal_cluster, start_fault

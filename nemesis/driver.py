@@ -1,4 +1,4 @@
-"""The nemesis runner: a schedule's steps applied to a cluster until a deadline or a stop,
+"""The nemesis driver: a schedule's steps applied to a cluster until a deadline or a stop,
 every action recorded; `heal()` undoes whatever is active. Plus the one-shot
 `start_fault` and `heal_cluster` the CLI's `fencepost nemesis start|heal` use.
 

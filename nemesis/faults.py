@@ -3,7 +3,7 @@
 A `Fault` object is one application of a fault: `start(ctx)` decides whom it
 hits (from the context's seeded RNG and, for `leader`, the control plane's
 view) and applies it; `stop(ctx)` undoes what start decided — also after a start
-that failed half-way, so the runner keeps the object as soon as it exists.
+that failed half-way, so the driver keeps the object as soon as it exists.
 Each start and stop is one recorded action (an `invoke` line, then an `info` line
 with what was done):
 

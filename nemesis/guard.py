@@ -13,7 +13,7 @@ was the default action, the signal is sent again and ends the process. A signal
 that was ignored stays ignored. Signals arriving while healing are held until the
 heal is done (a second Ctrl-C does not leave the cluster half-healed).
 An `atexit` hook covers an interpreter exit that never leaves the block (a
-runner thread still going at exit); it is removed when the block ends.
+driver thread still going at exit); it is removed when the block ends.
 """
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 A schedule yields `Step`s: `start` a fault, `stop` the active faults of a name (or
 all), `heal` (everything). A step is due `wait` seconds after the previous step
 finished, or — scripted — `at` seconds after the nemesis started (a step that is
-already late runs at once). Schedules draw from the RNG the runner passes
+already late runs at once). Schedules draw from the RNG the driver passes
 (seeded), never from a global one.
 
 - `fixed` (`FixedSchedule(faults, interval)`): the faults in the given order, over
@@ -55,7 +55,7 @@ class Schedule(ABC):
     @property
     @abstractmethod
     def faults(self) -> tuple[FaultSpec, ...]:
-        """Every fault the schedule may start (the runner checks them against the cluster up front)."""
+        """Every fault the schedule may start (the driver checks them against the cluster up front)."""
 
     @abstractmethod
     def steps(self, rng: random.Random) -> Iterator[Step]:
@@ -133,7 +133,7 @@ class RandomSchedule(Schedule):
 
     def fitted(self, can_take: Callable[[FaultSpec], bool]) -> RandomSchedule:
         """Drawn targets the cluster cannot take (minority of 2 brokers, ...) left out; a fault's
-        default target and explicit targets always stay (the runner checks them strictly)."""
+        default target and explicit targets always stay (the driver checks them strictly)."""
         kept: list[FaultSpec] = []
         for spec in self.fault_specs:
             kept.extend(c for c in _choices(spec) if not spec.drawn or c.target == spec.target or can_take(c))

@@ -1,6 +1,6 @@
 """One planned run of a campaign, carried out: `fencepost run` with the run's spec into its
 folder, and the fields of its outcome.json that the run itself decides (verdict, exit code,
-anomaly counts, liveness, run directory, problems, timings). The runner adds the rest
+anomaly counts, liveness, run directory, problems, timings). The conductor adds the rest
 (harness/campaign/conductor.py). Used in the campaign's own process (one run at a time) and
 in a child process per run (`--parallel`, harness/campaign/child.py)."""
 from __future__ import annotations
