@@ -249,8 +249,8 @@ def test_refuses_when_tools_are_missing(clusters, tmp_path: Path, monkeypatch):
 
 def test_refuses_when_not_root(tmp_path: Path):
     # The child drops to nobody after its imports (the interpreter may live where nobody cannot read).
-    script = ("import os, sys; from pathlib import Path; from clusters.hosts import netns\n"
-              "from clusters.errors import ClusterConfigError\n"
+    script = ("import os, sys; from pathlib import Path; from fencepost.clusters.hosts import netns\n"
+              "from fencepost.clusters.errors import ClusterConfigError\n"
               "os.setgroups([]); os.setresgid(65534, 65534, 65534); os.setresuid(65534, 65534, 65534)\n"
               "try:\n    netns.provision('tnotroot', ['n1'], Path(sys.argv[1]), {})\n"
               "except ClusterConfigError as e:\n    print(e)\n    sys.exit(7)\n")

@@ -421,7 +421,7 @@ def test_another_process_attaches_by_state_and_cuts(lazy):
     m = lazy()
     write(m.mountpoint / "a", b"synced", sync=True)
     write(m.mountpoint / "b", b"unsynced")
-    program = ("import json, sys\nfrom clusters.lazyfs import LazyMount\n"
+    program = ("import json, sys\nfrom fencepost.clusters.lazyfs import LazyMount\n"
                "m = LazyMount.attach(json.loads(sys.argv[1]))\nr = m.power_cut()\nprint(json.dumps(m.state()))\n")
     import json
     done = subprocess.run([sys.executable, "-c", program, json.dumps(m.state())], capture_output=True, text=True,

@@ -191,7 +191,7 @@ def test_a_crash_exits_255_with_the_traceback(tmp_path, capsys, monkeypatch):
 @pytest.mark.integration
 def test_the_console_script_returns_the_exit_code(tmp_path):
     run_dir = lost_write_run(tmp_path / "run")
-    done = subprocess.run([sys.executable, "-c", "import sys; from harness.cli import main; "
+    done = subprocess.run([sys.executable, "-c", "import sys; from fencepost.harness.cli import main; "
                            "sys.exit(main())", "check", str(run_dir)],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 1, done.stderr

@@ -44,7 +44,7 @@ def test_a_child_dies_with_its_parent_killed_by_sigkill():
         [sys.executable, "-c",
          "import sys, time\n"
          f"sys.path.insert(0, {str(ROOT)!r})\n"
-         "from harness.processes.forked import Forked\n"
+         "from fencepost.harness.processes.forked import Forked\n"
          "child = Forked('a sleeper', time.sleep, 120)\n"
          "print(child.pid, flush=True)\n"
          "time.sleep(120)\n"],

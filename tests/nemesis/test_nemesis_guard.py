@@ -109,7 +109,7 @@ def test_outside_the_main_thread_it_heals_without_touching_signal_handlers():
 
 
 def run_child(body: str) -> subprocess.CompletedProcess:
-    script = "from nemesis.guard import HealGuard\n" \
+    script = "from fencepost.nemesis.guard import HealGuard\n" \
              "def heal():\n    print('healed', flush=True)\n" + textwrap.dedent(body)
     return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
                           cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})

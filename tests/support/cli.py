@@ -32,7 +32,7 @@ from tests.support.paths import ROOT
 FENCEPOST = ("import sys, harness.commands as c\n"
              "if 'fencepost.harness.commands.serve' not in c.COMMANDS:\n"
              "    c.COMMANDS = (*c.COMMANDS, 'fencepost.harness.commands.serve')\n"
-             "from harness.cli import main\n"
+             "from fencepost.harness.cli import main\n"
              "sys.exit(main(sys.argv[1:]))\n")
 
 

@@ -145,7 +145,7 @@ class SshHost(Host):
         why = result.stderr.strip()
         if result.returncode == commands.PREPARE_PYTHON:
             raise ClusterConfigError(
-                f"on {where}: `{self.python} -c 'import broker'` failed ({why}): install fencepost for "
+                f"on {where}: `{self.python} -c 'import fencepost.broker'` failed ({why}): install fencepost for "
                 f"that interpreter there, or set the ssh option python to an interpreter that has it")
         if result.returncode == commands.PREPARE_RIGHTS:
             raise ClusterConfigError(f"on {where}: cannot run iptables and kill as needed: {why}"

@@ -159,7 +159,7 @@ def prepare_script(python: str, workdir: str, sudo: bool) -> str:
                   f'|| {{ echo "$out" >&2; exit {PREPARE_RIGHTS}; }}')
     else:
         rights = f"command -v iptables >/dev/null || {{ echo 'iptables: not found' >&2; exit {PREPARE_RIGHTS}; }}"
-    probe = shlex.join(["timeout", "60", python, "-c", "import broker"])
+    probe = shlex.join(["timeout", "60", python, "-c", "import fencepost.broker"])
     return wrap(f'out=$({probe} 2>&1) || {{ echo "$out" | tail -n 5 >&2; exit {PREPARE_PYTHON}; }}\n'
                 f"{rights}\n"
                 f"mkdir -p {shlex.quote(workdir)} || exit {PREPARE_WORKDIR}")
