@@ -7,7 +7,6 @@ Exit codes (docs/FORMATS.md): 0 valid, 1 invalid, 2 unknown, 254 bad spec, 255 c
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -120,15 +119,17 @@ def system_tested(run_dir: Path, system: str) -> str:
     run's test.json recorded the release and its mode (a --kafka-home release reports its own
     version); the system asked for, without a mode, when the run stopped before recording them."""
     from fencepost.clusters import is_kafka
+    from fencepost.harness.errors import BadInput
     from fencepost.harness.rundir.names import TEST_FILE
+    from fencepost.harness.rundir.recorded_test import read_test
 
     if not is_kafka(system):
         return OWN_SYSTEM
     try:
-        test = json.loads((run_dir / TEST_FILE).read_text())
-    except (OSError, ValueError):
+        test = read_test(run_dir / TEST_FILE)
+    except BadInput:  # unreadable or not an object: the system as asked for
         test = {}
-    versions = test.get("versions") if isinstance(test, dict) else None
+    versions = test.get("versions")
     versions = versions if isinstance(versions, dict) else {}
     release = versions.get("kafka") or system.partition(":")[2] or "(an unpacked distribution)"
     mode = KAFKA_MODES.get(str(versions.get("mode")))
@@ -140,7 +141,7 @@ def summary_lines(outcome: RunOutcome, system: str) -> list[str]:
     tested, liveness and premise findings, problems, the run directory, the report, timings."""
     from fencepost.harness.check.liveness import describe as describe_liveness
     from fencepost.harness.check.premise import describe as describe_premise
-    from fencepost.harness.rundir.record import verdict_word
+    from fencepost.harness.rundir.record import timings_text, verdict_word
 
     verdict = verdict_word(outcome.check.valid if outcome.check else None)
     counts = outcome.check.results.get("anomaly_counts", {}) if outcome.check else {}
@@ -155,7 +156,7 @@ def summary_lines(outcome: RunOutcome, system: str) -> list[str]:
     lines.append(f"run directory: {outcome.run_dir}")
     if outcome.report is not None:
         lines.append(f"report: {outcome.report}")
-    timings = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in outcome.timings.items())
+    timings = timings_text(outcome.timings)
     if timings:
         lines.append(f"timings: {timings}")
     return lines
